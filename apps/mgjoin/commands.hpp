@@ -1,0 +1,13 @@
+#pragma once
+// Each `mgjoin` subcommand lives in its own cmd_<name>.cpp and registers itself on the app.
+#include <CLI/CLI.hpp>
+
+namespace mgjoin::cli {
+
+void add_generate_command(CLI::App& app);  // cmd_generate.cpp
+void add_join_command(CLI::App& app);      // cmd_join.cpp
+void add_bench_command(CLI::App& app);     // cmd_bench.cpp
+void add_topo_command(CLI::App& app);      // cmd_topo.cpp
+void add_tune_command(CLI::App& app);      // cmd_tune.cpp
+
+}  // namespace mgjoin::cli

@@ -1,0 +1,30 @@
+// mgjoin: multi-GPU out-of-core sort-merge join. See README.md.
+#include "commands.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+  CLI::App app{"mgjoin: multi-GPU out-of-core sort-merge join of column files", "mgjoin"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "mgjoin 0.1.0");
+  mgjoin::cli::add_generate_command(app);
+  mgjoin::cli::add_join_command(app);
+  mgjoin::cli::add_bench_command(app);
+  mgjoin::cli::add_topo_command(app);
+  mgjoin::cli::add_tune_command(app);
+  try {
+    app.parse(argc, argv);  // subcommand callbacks run here
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const mgjoin::InputError& e) {
+    std::fprintf(stderr, "mgjoin: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mgjoin: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,75 @@
+#pragma once
+// The public entry point of libengine: an inner equi-join of two relations in host memory.
+//
+//   R: key {1, 2, 2, 5}  payload {10, 20, 21, 50}
+//   S: key {2, 5, 7}     payload {200, 500, 700}
+//   join(R, S) -> key {2, 2, 5}  r_payload {20, 21, 50}  s_payload {200, 200, 500}  (row order unspecified)
+//
+// Every matching (r, s) pair appears exactly once (m:n joins included). Counts are 64-bit.
+#include <mgjoin/types.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mgjoin {
+
+/// How the GPUs sort a chunkset (paper Section 3.1).
+enum class SortStrategy : std::uint8_t { Radix, Merge, FromTuning };
+/// How the radix sort's all-to-all bucket swap moves data between GPUs.
+enum class Exchange : std::uint8_t { CopyEngines, Nccl };
+/// What the join returns.
+enum class OutputMode : std::uint8_t { Count, Ranges, Materialize };
+
+/// A matching key range in the *sorted* R and S: rows [r_begin, r_end) of R match rows
+/// [s_begin, s_end) of S, producing (r_end - r_begin) * (s_end - s_begin) output tuples.
+struct MatchRange {
+  std::uint64_t r_begin, r_end, s_begin, s_end;
+  constexpr std::uint64_t tuples() const { return (r_end - r_begin) * (s_end - s_begin); }
+  friend constexpr bool operator==(const MatchRange&, const MatchRange&) = default;
+};
+
+/// Progress of a long run, reported from the calling thread: phase name and fraction done [0, 1].
+using ProgressCallback = std::function<void(const std::string& phase, double fraction)>;
+
+struct JoinOptions {
+  /// GPUs to use: -1 = all present (the set chosen by the topology probe / tuning file),
+  /// 0 = the CPU path, N = the best N-GPU set. `gpu_ids`, when not empty, overrides it.
+  int gpus = -1;
+  std::vector<int> gpu_ids;
+  SortStrategy sort = SortStrategy::Radix;
+  Exchange exchange = Exchange::CopyEngines;
+  /// Bytes of device memory per GPU the engine may use; 0 = 80% of each GPU's free memory.
+  std::uint64_t gpu_memory_limit = 0;
+  OutputMode output = OutputMode::Materialize;
+  /// Tuning file written by `mgjoin tune`; empty = the default (~/.cache/mgjoin/tuning.json).
+  std::string tuning_file;
+  ProgressCallback progress;  ///< optional
+};
+
+/// Time and traffic of one phase ("sort.h2d", "sort.exchange", "merge", "join.kernel", ...).
+struct PhaseStat {
+  std::string name;
+  double seconds = 0;
+  std::uint64_t bytes_pcie = 0;    ///< bytes over host<->device links
+  std::uint64_t bytes_nvlink = 0;  ///< bytes between GPUs
+};
+
+struct JoinResult {
+  std::uint64_t count = 0;          ///< number of output tuples
+  std::vector<MatchRange> ranges;   ///< OutputMode::Ranges (into the sorted inputs)
+  HostColumn key, r_payload, s_payload;  ///< OutputMode::Materialize (payload columns when present)
+  std::vector<PhaseStat> phases;
+  double seconds = 0;               ///< wall time of the whole join
+  std::uint64_t peak_host_bytes = 0;  ///< host memory held by the join beyond its inputs, at peak
+  std::string executor;             ///< "CPU (2 threads)" or "GPUs 0,1,2,3 (radix, copy engines)"
+};
+
+/// Joins R and S on key equality. The inputs are sorted in place (keys with their payloads):
+/// ranges in OutputMode::Ranges index into the sorted inputs.
+/// @throw InputError when key types differ, a payload's length differs from its key's, or a
+///        requested GPU does not exist.
+JoinResult join(RelationView r, RelationView s, const JoinOptions& options = {});
+
+}  // namespace mgjoin

@@ -1,0 +1,101 @@
+#pragma once
+// Column types, non-owning column views and owning host columns: the vocabulary of the public API.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mgjoin {
+
+/// Element type of a column. Keys are the four integer types; payloads may also be floats.
+enum class DType : std::uint8_t { Int32, UInt32, Int64, UInt64, Float32, Float64 };
+
+constexpr std::size_t dtype_size(DType t) {
+  return (t == DType::Int32 || t == DType::UInt32 || t == DType::Float32) ? 4 : 8;
+}
+constexpr bool is_key_dtype(DType t) { return t != DType::Float32 && t != DType::Float64; }
+constexpr bool is_signed_key(DType t) { return t == DType::Int32 || t == DType::Int64; }
+
+/// "int32", "uint32", "int64", "uint64", "float32", "float64".
+std::string_view dtype_name(DType t);
+/// Parses the names above (and numpy's "i4", "u8", "f4", ...); nullopt when unknown.
+std::optional<DType> parse_dtype(std::string_view name);
+
+/// Non-owning view of a column in host memory.
+struct ColumnView {
+  const void* data = nullptr;
+  std::int64_t size = 0;  ///< number of elements
+  DType type = DType::UInt64;
+
+  template <class T> const T* as() const { return static_cast<const T*>(data); }
+  std::size_t bytes() const { return static_cast<std::size_t>(size) * dtype_size(type); }
+};
+
+/// Non-owning mutable view of a column in host memory.
+struct MutableColumnView {
+  void* data = nullptr;
+  std::int64_t size = 0;
+  DType type = DType::UInt64;
+
+  template <class T> T* as() const { return static_cast<T*>(data); }
+  std::size_t bytes() const { return static_cast<std::size_t>(size) * dtype_size(type); }
+  operator ColumnView() const { return {data, size, type}; }
+};
+
+/// A relation to join: a key column and an optional payload column of the same length.
+struct RelationView {
+  MutableColumnView key;
+  std::optional<MutableColumnView> payload;  ///< absent: key-only relation
+  std::int64_t size() const { return key.size; }
+};
+
+/// Where an owning host column lives. Pinned memory is page-locked for fast DMA to GPUs.
+enum class MemoryKind : std::uint8_t { Pageable, Pinned };
+
+/// Owning column in host memory (pageable or pinned), 64-byte aligned.
+class HostColumn {
+ public:
+  HostColumn() = default;
+  /// Allocates `size` uninitialised elements. Pinned allocation falls back to pageable memory
+  /// when no CUDA driver is present (the CPU path), and says so through memory_kind().
+  static HostColumn allocate(DType type, std::int64_t size, MemoryKind kind = MemoryKind::Pageable);
+
+  DType type() const { return type_; }
+  std::int64_t size() const { return size_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(size_) * dtype_size(type_); }
+  MemoryKind memory_kind() const { return kind_; }
+  void* data() { return data_.get(); }
+  const void* data() const { return data_.get(); }
+  template <class T> T* as() { return static_cast<T*>(data()); }
+  template <class T> const T* as() const { return static_cast<const T*>(data()); }
+  MutableColumnView view() { return {data(), size_, type_}; }
+  ColumnView view() const { return {data(), size_, type_}; }
+  /// Shrinks the logical size (no reallocation); used when the exact output size is known late.
+  void truncate(std::int64_t size);
+
+ private:
+  struct Free {
+    MemoryKind kind;
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, Free> data_{nullptr, Free{MemoryKind::Pageable}};
+  std::int64_t size_ = 0;
+  DType type_ = DType::UInt64;
+  MemoryKind kind_ = MemoryKind::Pageable;
+};
+
+/// An owning relation (e.g. read from files or generated).
+struct Relation {
+  HostColumn key;
+  std::optional<HostColumn> payload;
+  std::int64_t size() const { return key.size(); }
+  RelationView view() {
+    RelationView v{key.view(), std::nullopt};
+    if (payload) v.payload = payload->view();
+    return v;
+  }
+};
+
+}  // namespace mgjoin

@@ -1,0 +1,66 @@
+#include <mgjoin/error.hpp>
+#include <mgjoin/types.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace mgjoin {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::Int32: return "int32";
+    case DType::UInt32: return "uint32";
+    case DType::Int64: return "int64";
+    case DType::UInt64: return "uint64";
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view n) {
+  if (n == "int32" || n == "i4") return DType::Int32;
+  if (n == "uint32" || n == "u4") return DType::UInt32;
+  if (n == "int64" || n == "i8") return DType::Int64;
+  if (n == "uint64" || n == "u8") return DType::UInt64;
+  if (n == "float32" || n == "f4") return DType::Float32;
+  if (n == "float64" || n == "f8") return DType::Float64;
+  return std::nullopt;
+}
+
+void HostColumn::Free::operator()(void* p) const {
+  if (!p) return;
+  if (kind == MemoryKind::Pinned)
+    cudaFreeHost(p);
+  else
+    std::free(p);
+}
+
+HostColumn HostColumn::allocate(DType type, std::int64_t size, MemoryKind kind) {
+  MGJOIN_EXPECTS(size >= 0, "negative column size");
+  HostColumn c;
+  c.type_ = type;
+  c.size_ = size;
+  const std::size_t bytes = std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
+  void* p = nullptr;
+  if (kind == MemoryKind::Pinned && cudaMallocHost(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: pageable memory serves the CPU path
+    p = nullptr;
+    kind = MemoryKind::Pageable;
+  }
+  if (!p) p = std::aligned_alloc(64, bytes);
+  if (!p) throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+  c.kind_ = kind;
+  c.data_ = std::unique_ptr<void, Free>(p, Free{kind});
+  return c;
+}
+
+void HostColumn::truncate(std::int64_t size) {
+  MGJOIN_EXPECTS(size >= 0 && size <= size_, "truncate beyond the column's size");
+  size_ = size;
+}
+
+}  // namespace mgjoin

@@ -1,0 +1,112 @@
+#pragma once
+// RAII for the CUDA resources every phase uses: the current device, streams and events.
+#include <mgjoin/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <utility>
+
+namespace mgjoin::p2p {
+
+/// Number of CUDA devices; 0 where there is no driver or no device (CI).
+inline int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+/// Makes `device` current for the guard's lifetime and restores the previous one after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    MGJOIN_CUDA_TRY(cudaGetDevice(&previous_));
+    if (device != previous_) MGJOIN_CUDA_TRY(cudaSetDevice(device));
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+/// A non-blocking stream on a given device.
+class Stream {
+ public:
+  Stream() = default;
+  explicit Stream(int device) : device_(device) {
+    DeviceGuard g(device);
+    MGJOIN_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~Stream() { reset(); }
+  Stream(Stream&& o) noexcept : stream_(std::exchange(o.stream_, nullptr)), device_(o.device_) {}
+  Stream& operator=(Stream&& o) noexcept {
+    if (this != &o) {
+      reset();
+      stream_ = std::exchange(o.stream_, nullptr);
+      device_ = o.device_;
+    }
+    return *this;
+  }
+  cudaStream_t get() const { return stream_; }
+  operator cudaStream_t() const { return stream_; }
+  int device() const { return device_; }
+  void synchronize() const { MGJOIN_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+
+ private:
+  void reset() {
+    if (stream_) {
+      DeviceGuard g(device_);
+      cudaStreamDestroy(stream_);
+      stream_ = nullptr;
+    }
+  }
+  cudaStream_t stream_ = nullptr;
+  int device_ = 0;
+};
+
+/// An event on a given device (timing enabled unless asked otherwise).
+class Event {
+ public:
+  Event() = default;
+  explicit Event(int device, bool timing = true) : device_(device) {
+    DeviceGuard g(device);
+    MGJOIN_CUDA_TRY(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+  }
+  ~Event() { reset(); }
+  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)), device_(o.device_) {}
+  Event& operator=(Event&& o) noexcept {
+    if (this != &o) {
+      reset();
+      event_ = std::exchange(o.event_, nullptr);
+      device_ = o.device_;
+    }
+    return *this;
+  }
+  cudaEvent_t get() const { return event_; }
+  operator cudaEvent_t() const { return event_; }
+  void record(cudaStream_t s) { MGJOIN_CUDA_TRY(cudaEventRecord(event_, s)); }
+  void synchronize() const { MGJOIN_CUDA_TRY(cudaEventSynchronize(event_)); }
+  /// Milliseconds from `start` to this event (both recorded and completed).
+  float elapsed_ms_since(const Event& start) const {
+    float ms = 0;
+    MGJOIN_CUDA_TRY(cudaEventElapsedTime(&ms, start.event_, event_));
+    return ms;
+  }
+
+ private:
+  void reset() {
+    if (event_) {
+      DeviceGuard g(device_);
+      cudaEventDestroy(event_);
+      event_ = nullptr;
+    }
+  }
+  cudaEvent_t event_ = nullptr;
+  int device_ = 0;
+};
+
+}  // namespace mgjoin::p2p

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the build needs and is missing, from Debian/Ubuntu packages.
+# The CUDA toolkit (nvcc, CCCL, NCCL) is expected under /usr/local/cuda.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ libhwloc-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "error: the CUDA toolkit (nvcc) is required: install it under /usr/local/cuda" >&2
+  exit 1
+fi
