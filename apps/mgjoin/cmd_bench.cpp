@@ -1,13 +1,227 @@
-// Placeholder until the bench command lands.
+// `mgjoin bench`: generates a workload straight into (pinned) host memory, joins it --repeat times after
+// --warmup runs on one engine (resources made once), and reports the median per phase, the bytes over
+// PCIe and NVLink, the throughput and the time over the PCIe floor. Count-only by default, as in the
+// paper's Section 4.1.2.
 #include "commands.hpp"
+#include "engine_options.hpp"
 
+#include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
+#include <mgjoin/generate.hpp>
+#include <mgjoin/join.hpp>
+
+#include "p2p/device.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace mgjoin::cli {
+namespace {
+
+/// Default aggregate host-to-device bandwidth: DEVICE.md's 55.4 GB/s per GPU, 204.8 GB/s for four.
+double default_h2d_gbps(int gpus) { return gpus <= 0 ? 0 : std::min(55.4 * gpus, 204.8); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+void parallel_copy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t kBlock = 64ull << 20;
+  const auto blocks = static_cast<std::int64_t>((bytes + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = static_cast<std::size_t>(b) * kBlock;
+    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, std::min(kBlock, bytes - begin));
+  }
+}
+
+HostColumn copy_of(const HostColumn& c) {
+  HostColumn out = HostColumn::allocate(c.type(), c.size(), MemoryKind::Pageable);
+  parallel_copy(out.data(), c.data(), c.bytes());
+  return out;
+}
+
+/// The generated relations stay untouched in pageable copies: every run sorts its inputs in place,
+/// so each run first restores the unsorted data (not timed).
+struct Pristine {
+  HostColumn r_key, r_payload, s_key, s_payload;
+  explicit Pristine(const GeneratedWorkload& w)
+      : r_key(copy_of(w.r.key)), r_payload(copy_of(*w.r.payload)), s_key(copy_of(w.s.key)), s_payload(copy_of(*w.s.payload)) {}
+  void restore(GeneratedWorkload& w) const {
+    parallel_copy(w.r.key.data(), r_key.data(), r_key.bytes());
+    parallel_copy(w.r.payload->data(), r_payload.data(), r_payload.bytes());
+    parallel_copy(w.s.key.data(), s_key.data(), s_key.bytes());
+    parallel_copy(w.s.payload->data(), s_payload.data(), s_payload.bytes());
+  }
+};
+
+struct BenchArgs {
+  WorkloadOptions workload;
+  EngineOptions engine;
+  int repeat = 3;
+  int warmup = 1;
+  std::string output = "count";
+  bool verify = false;
+  bool json = false;
+  double h2d_gbps = 0;
+};
+
+struct Summary {
+  std::vector<JoinResult> runs;
+  std::uint64_t cpu_count = 0;
+  bool verified = false;
+};
+
+Summary run_bench(BenchArgs& a, const JoinOptions& options, GeneratedWorkload& w, const Pristine& pristine) {
+  Summary sum;
+  std::unique_ptr<Engine> engine;
+  const bool gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && p2p::device_count() > 0;
+  if (gpus) engine = std::make_unique<Engine>(options);
+  for (int i = 0; i < a.warmup + a.repeat; ++i) {
+    pristine.restore(w);
+    JoinResult res = engine ? engine->join(w.r.view(), w.s.view(), options) : join(w.r.view(), w.s.view(), options);
+    if (!a.json)
+      std::fprintf(stderr, "mgjoin bench: %s run %d: %.4f s, %llu matches\n", i < a.warmup ? "warm-up" : "timed",
+                   i < a.warmup ? i + 1 : i - a.warmup + 1, res.seconds, static_cast<unsigned long long>(res.count));
+    if (i >= a.warmup) sum.runs.push_back(std::move(res));
+  }
+  if (a.verify) {
+    pristine.restore(w);
+    JoinOptions cpu = options;
+    cpu.gpus = 0;
+    cpu.gpu_ids.clear();
+    cpu.output = OutputMode::Count;
+    cpu.progress = {};
+    sum.cpu_count = join(w.r.view(), w.s.view(), cpu).count;
+    sum.verified = true;
+    for (const auto& r : sum.runs)
+      MGJOIN_EXPECTS(r.count == sum.cpu_count, "--verify: the join found " + std::to_string(r.count) +
+                                                   " matches but the CPU path found " + std::to_string(sum.cpu_count));
+  }
+  return sum;
+}
+
+void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum, int gpus_used) {
+  const double total = median([&] {
+    std::vector<double> v;
+    for (const auto& r : sum.runs) v.push_back(r.seconds);
+    return v;
+  }());
+  // Median of each phase over the runs, in the order the engine reported them.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> secs;
+  std::map<std::string, std::uint64_t> pcie, nvlink;
+  for (const auto& r : sum.runs)
+    for (const auto& p : r.phases) {
+      if (!secs.count(p.name)) order.push_back(p.name);
+      secs[p.name].push_back(p.seconds);
+      pcie[p.name] = p.bytes_pcie;
+      nvlink[p.name] = p.bytes_nvlink;
+    }
+  std::uint64_t bytes_pcie = 0, bytes_nvlink = 0;
+  for (const auto& n : order) {
+    bytes_pcie += pcie[n];
+    bytes_nvlink += nvlink[n];
+  }
+  const double input_bytes = static_cast<double>(shape.bytes());
+  const double h2d = a.h2d_gbps > 0 ? a.h2d_gbps : default_h2d_gbps(gpus_used);
+  const double floor = h2d > 0 ? input_bytes / (h2d * 1e9) : 0;
+  const double tuples = static_cast<double>(shape.r_rows + shape.s_rows);
+  const auto& last = sum.runs.back();
+
+  if (a.json) {
+    nlohmann::json j;
+    j["workload"] = a.workload.workload;
+    j["scale"] = a.workload.spec.scale;
+    j["selectivity"] = a.workload.spec.selectivity;
+    j["zipf"] = a.workload.spec.zipf;
+    j["seed"] = a.workload.spec.seed;
+    j["r_rows"] = shape.r_rows;
+    j["s_rows"] = shape.s_rows;
+    j["executor"] = last.executor;
+    j["count"] = last.count;
+    j["repeat"] = a.repeat;
+    j["median_seconds"] = total;
+    j["run_seconds"] = nlohmann::json::array();
+    for (const auto& r : sum.runs) j["run_seconds"].push_back(r.seconds);
+    j["throughput_tuples_per_s"] = tuples / total;
+    j["bytes_pcie"] = bytes_pcie;
+    j["bytes_nvlink"] = bytes_nvlink;
+    j["pcie_floor_seconds"] = floor;
+    j["h2d_gbps_assumed"] = h2d;
+    j["peak_host_bytes"] = last.peak_host_bytes;
+    if (sum.verified) j["verified_count"] = sum.cpu_count;
+    for (const auto& n : order)
+      j["phases"].push_back({{"name", n}, {"median_seconds", median(secs[n])}, {"bytes_pcie", pcie[n]},
+                             {"bytes_nvlink", nvlink[n]}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("workload %s  scale %g  selectivity %g  zipf %g  seed %llu:  |R| = %lld, |S| = %lld\n",
+              a.workload.workload.c_str(), a.workload.spec.scale, a.workload.spec.selectivity, a.workload.spec.zipf,
+              static_cast<unsigned long long>(a.workload.spec.seed), static_cast<long long>(shape.r_rows),
+              static_cast<long long>(shape.s_rows));
+  std::printf("executor  %s\n", last.executor.c_str());
+  std::printf("%-22s %12s %14s %14s\n", "phase (median)", "seconds", "PCIe GB", "NVLink GB");
+  for (const auto& n : order)
+    std::printf("%-22s %12.4f %14.2f %14.2f\n", n.c_str(), median(secs[n]), pcie[n] / 1e9, nvlink[n] / 1e9);
+  std::printf("%-22s %12.4f %14.2f %14.2f\n", "total", total, bytes_pcie / 1e9, bytes_nvlink / 1e9);
+  std::printf("matches %llu%s\n", static_cast<unsigned long long>(last.count),
+              sum.verified ? " (equal to the CPU path)" : "");
+  std::printf("throughput %.3f G tuples/s   ", tuples / total / 1e9);
+  if (floor > 0)
+    std::printf("PCIe floor %.4f s (inputs once at %.1f GB/s): %.2fx the floor\n", floor, h2d, total / floor);
+  else
+    std::printf("(CPU path: no PCIe floor)\n");
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "(not implemented yet)");
-  cmd->callback([] { throw InputError("mgjoin bench: not implemented yet"); });
+  auto args = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "generate a workload in memory and time the join (median of --repeat)");
+  args->workload.add_to(*cmd);
+  args->engine.add_to(*cmd);
+  cmd->add_option("--repeat", args->repeat, "timed runs")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "untimed runs first")->capture_default_str();
+  cmd->add_option("--output", args->output, "count, ranges or materialize")->capture_default_str();
+  cmd->add_flag("--verify", args->verify, "check the match count against the CPU path");
+  cmd->add_flag("--json", args->json, "print the summary as JSON");
+  cmd->add_option("--h2d-gbps", args->h2d_gbps, "host-to-device GB/s of the PCIe floor (default 55.4 per GPU, at most 204.8)");
+  cmd->callback([args] {
+    BenchArgs& a = *args;
+    const WorkloadSpec& spec = a.workload.finish();
+    MGJOIN_INPUT_EXPECTS(a.repeat >= 1, "--repeat " + std::to_string(a.repeat) + ": must be at least 1");
+    MGJOIN_INPUT_EXPECTS(a.warmup >= 0, "--warmup " + std::to_string(a.warmup) + ": must be 0 or more");
+    static const std::map<std::string, OutputMode> outputs{
+        {"count", OutputMode::Count}, {"ranges", OutputMode::Ranges}, {"materialize", OutputMode::Materialize}};
+    const auto out = outputs.find(a.output);
+    MGJOIN_INPUT_EXPECTS(out != outputs.end(), "--output " + a.output + ": expected count, ranges or materialize");
+    JoinOptions options;
+    a.engine.apply(options);
+    options.output = out->second;
+    if (!a.json) options.progress = terminal_progress();
+
+    const WorkloadShape shape = workload_shape(spec);
+    const bool gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && p2p::device_count() > 0;
+    GeneratedWorkload w = generate_workload(spec, gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
+    const Pristine pristine(w);
+    const Summary sum = run_bench(a, options, w, pristine);
+    const int gpus_used = gpus ? (options.gpu_ids.empty() ? (options.gpus < 0 ? p2p::device_count() : options.gpus)
+                                                          : static_cast<int>(options.gpu_ids.size()))
+                               : 0;
+    report(a, shape, sum, gpus_used);
+  });
 }
 
 }  // namespace mgjoin::cli

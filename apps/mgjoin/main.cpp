@@ -4,12 +4,15 @@
 #include <mgjoin/error.hpp>
 
 #include <cstdio>
+#include <string>
 #include <exception>
 
 int main(int argc, char** argv) {
   CLI::App app{"mgjoin: multi-GPU out-of-core sort-merge join of column files", "mgjoin"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mgjoin 0.1.0");
+  // One line per error, like every other mgjoin error (CLI11 would add a "Run with --help" line).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("mgjoin: error: ") + e.what() + "\n"; });
   mgjoin::cli::add_generate_command(app);
   mgjoin::cli::add_join_command(app);
   mgjoin::cli::add_bench_command(app);

@@ -1,14 +1,40 @@
-// join(): validates the inputs and runs the CPU path or the GPU engine.
+// join(): validates the inputs and runs the GPU engine, or the CPU path when asked for (gpus = 0)
+// or when the machine has no GPU.
+#include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
 
 #include "engine/src/join/cpu_join.hpp"
+#include "p2p/device.hpp"
+
+#include <string>
 
 namespace mgjoin {
 
+void validate_relations(const RelationView& r, const RelationView& s) {
+  const auto name = [](DType t) { return std::string(dtype_name(t)); };
+  MGJOIN_INPUT_EXPECTS(r.key.type == s.key.type,
+                       "R and S keys differ in type (" + name(r.key.type) + " vs " + name(s.key.type) + ")");
+  MGJOIN_INPUT_EXPECTS(is_key_dtype(r.key.type),
+                       "key type " + name(r.key.type) + " is not supported: keys must be int32, uint32, int64 or uint64");
+  MGJOIN_INPUT_EXPECTS(!r.payload || r.payload->size == r.key.size,
+                       "R payload has " + std::to_string(r.payload ? r.payload->size : 0) + " rows but R key has " +
+                           std::to_string(r.key.size));
+  MGJOIN_INPUT_EXPECTS(!s.payload || s.payload->size == s.key.size,
+                       "S payload has " + std::to_string(s.payload ? s.payload->size : 0) + " rows but S key has " +
+                           std::to_string(s.key.size));
+}
+
 JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
-  // TODO(issue 8): GPU engine; until it lands every join runs on the CPU path.
-  return detail::cpu_join(r, s, options);
+  validate_relations(r, s);
+  const bool gpus_named = options.gpus > 0 || !options.gpu_ids.empty();
+  if (options.gpus == 0 && options.gpu_ids.empty()) return detail::cpu_join(r, s, options);
+  if (p2p::device_count() == 0) {
+    MGJOIN_INPUT_EXPECTS(!gpus_named, "--gpus: GPUs were asked for but no CUDA GPU was found on this machine");
+    return detail::cpu_join(r, s, options);  // the default (all GPUs) on a machine without any
+  }
+  Engine engine(options);
+  return engine.join(r, s, options);
 }
 
 }  // namespace mgjoin

@@ -1,0 +1,55 @@
+#pragma once
+// Engine options shared by `join` and `bench`: --gpus, --gpu-ids, --sort, --exchange,
+// --gpu-memory-limit, --tuning-file. Errors are one-line InputErrors naming the option.
+#include "cli_options.hpp"
+
+#include <mgjoin/error.hpp>
+#include <mgjoin/join.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <string>
+
+namespace mgjoin::cli {
+
+struct EngineOptions {
+  int gpus = -1;
+  std::vector<int> gpu_ids;
+  std::string sort = "auto";
+  std::string exchange = "copy";
+  std::string memory_limit;
+  std::string tuning_file;
+
+  void add_to(CLI::App& cmd) {
+    cmd.add_option("--gpus", gpus, "GPUs to use: -1 = all (set chosen by topology/tuning), 0 = CPU path, N")
+        ->capture_default_str();
+    cmd.add_option("--gpu-ids", gpu_ids, "explicit GPU ids, e.g. 0,2 (overrides --gpus)")->delimiter(',');
+    cmd.add_option("--sort", sort, "sort strategy: radix, merge or auto (from the tuning file, else radix)")
+        ->capture_default_str();
+    cmd.add_option("--exchange", exchange, "radix bucket exchange: copy (copy engines) or nccl")->capture_default_str();
+    cmd.add_option("--gpu-memory-limit", memory_limit, "device memory per GPU, e.g. 8G (default 80% of free)");
+    cmd.add_option("--tuning-file", tuning_file, "tuning file from `mgjoin tune` (default ~/.cache/mgjoin/tuning.json)");
+  }
+
+  /// Validates the values and fills the engine part of JoinOptions. @throw InputError naming the option.
+  void apply(JoinOptions& o) const {
+    MGJOIN_INPUT_EXPECTS(gpus >= -1, "--gpus " + std::to_string(gpus) + ": expected -1 (all), 0 (CPU) or a GPU count");
+    static const std::map<std::string, SortStrategy> sorts{
+        {"radix", SortStrategy::Radix}, {"merge", SortStrategy::Merge}, {"auto", SortStrategy::FromTuning}};
+    static const std::map<std::string, Exchange> exchanges{{"copy", Exchange::CopyEngines}, {"nccl", Exchange::Nccl}};
+    const auto s = sorts.find(sort);
+    MGJOIN_INPUT_EXPECTS(s != sorts.end(), "--sort " + sort + ": expected radix, merge or auto");
+    const auto e = exchanges.find(exchange);
+    MGJOIN_INPUT_EXPECTS(e != exchanges.end(), "--exchange " + exchange + ": expected copy or nccl");
+    o.gpus = gpus;
+    o.gpu_ids = gpu_ids;
+    o.sort = s->second;
+    o.exchange = e->second;
+    o.gpu_memory_limit = memory_limit.empty() ? 0 : parse_byte_size(memory_limit, "--gpu-memory-limit");
+    MGJOIN_INPUT_EXPECTS(memory_limit.empty() || o.gpu_memory_limit > 0, "--gpu-memory-limit: must be more than 0 bytes");
+    o.tuning_file = tuning_file;
+  }
+};
+
+}  // namespace mgjoin::cli

@@ -1,0 +1,82 @@
+#pragma once
+// Column files: NumPy .npy (v1/v2/v3; 1-D, C order, little-endian) and raw little-endian binary.
+//
+//   HostColumn keys = read_column("r_key.npy");                       // dtype from the header
+//   HostColumn vals = read_column("r_val.bin", DType::UInt64);         // raw: the caller names the dtype
+//   write_column("out/key.npy", keys.view());                          // temp name + rename: atomic
+//
+// Large files are read and written by several threads at once (pread/pwrite of disjoint blocks).
+// Every failure throws InputError with one line that names the file and the problem.
+#include <mgjoin/types.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+
+namespace mgjoin {
+
+enum class FileFormat : std::uint8_t { Npy, Raw };
+
+/// `.npy` (any case) is NumPy; every other name (`.bin`, `.u64`, none) is raw little-endian binary.
+FileFormat file_format_of(const std::filesystem::path& path);
+
+/// What a column file holds, learned from its header (.npy) or its size and the given dtype (raw).
+struct ColumnFileInfo {
+  FileFormat format = FileFormat::Npy;
+  DType type = DType::UInt64;
+  std::int64_t size = 0;             ///< number of elements
+  std::uint64_t data_offset = 0;     ///< bytes before the first element
+};
+
+/// Checks a column file without reading its data: exists, regular, valid header, supported dtype,
+/// size consistent with the header. `raw_type` is required for raw files and ignored for .npy.
+/// @throw InputError naming the file (missing, bad magic, truncated, unsupported dtype or shape, ...)
+ColumnFileInfo inspect_column_file(const std::filesystem::path& path, std::optional<DType> raw_type = {});
+
+/// Reads a whole column file into a new host column (pinned if asked and a CUDA driver is present).
+/// @throw InputError as inspect_column_file, or when the read itself fails.
+HostColumn read_column(const std::filesystem::path& path, std::optional<DType> raw_type = {},
+                       MemoryKind memory = MemoryKind::Pageable);
+
+/// A column written completely under a temporary name next to `final_path` (same directory, so the
+/// rename is atomic). Destroying it uncommitted removes the temporary file: a failed run never
+/// leaves a final-named file behind.
+class StagedColumnFile {
+ public:
+  StagedColumnFile(std::filesystem::path final_path, std::filesystem::path temp_path);
+  StagedColumnFile(StagedColumnFile&& other) noexcept;
+  StagedColumnFile& operator=(StagedColumnFile&& other) noexcept;
+  StagedColumnFile(const StagedColumnFile&) = delete;
+  StagedColumnFile& operator=(const StagedColumnFile&) = delete;
+  ~StagedColumnFile();
+
+  /// Renames the temporary file to its final name. @throw InputError when the rename fails.
+  void commit();
+  bool committed() const { return committed_; }
+  const std::filesystem::path& final_path() const { return final_path_; }
+  const std::filesystem::path& temp_path() const { return temp_path_; }
+
+ private:
+  void discard() noexcept;
+  std::filesystem::path final_path_, temp_path_;
+  bool committed_ = false;
+};
+
+/// Writes `column` to a temporary file beside `path` in the format of `path`'s extension.
+/// @throw InputError naming the file when the directory is missing or unwritable or a write fails.
+StagedColumnFile stage_column(const std::filesystem::path& path, ColumnView column);
+
+/// Commits several staged files together: if one rename fails, the ones already renamed are
+/// removed again, so that either all final names appear or none do.
+void commit_all(std::span<StagedColumnFile> files);
+
+/// stage_column + commit.
+void write_column(const std::filesystem::path& path, ColumnView column);
+
+/// Creates `dir` (and parents) when missing and checks that files can be created in it.
+/// `option` names the option in the error message (e.g. "--out-dir").
+/// @throw InputError "--out-dir D: ..." when it is not a directory or not writable.
+void prepare_output_directory(const std::filesystem::path& dir, const char* option);
+
+}  // namespace mgjoin

@@ -1,0 +1,280 @@
+// The GPU engine (paper Section 3): planner -> sort phase (R, then S) -> merge phase when a relation
+// took several chunksets -> join phase on all GPUs -> CPU materialization.
+#include <mgjoin/engine.hpp>
+#include <mgjoin/error.hpp>
+
+#include "alloc/stack_allocator.hpp"
+#include "engine/src/join/join_pipeline.hpp"
+#include "engine/src/join/materialize.hpp"
+#include "engine/src/merge_phase.hpp"
+#include "engine/src/sort/local_sort.hpp"
+#include "engine/src/sort/merge_sort.hpp"
+#include "engine/src/sort/sort_phase.hpp"
+#include "p2p/device.hpp"
+#include "p2p/nccl_comms.hpp"
+#include "p2p/peer_access.hpp"
+#include "topology/gpu_set.hpp"
+#include "topology/topology.hpp"
+#include "topology/tuning_file.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace mgjoin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// Mapped pinned memory for the join kernels' matching ranges when only counting (the kernels still
+/// need somewhere to write); joins that return ranges grow it to their bound.
+constexpr std::uint64_t kMinRangeBytes = 64ull << 20;
+/// Largest range buffer kept: subpartition pairs whose ranges overflow it are joined again on the CPU.
+constexpr std::uint64_t kMaxRangeBytes = 16ull << 30;
+
+std::string join_ids(const std::vector<int>& ids) {
+  std::string s;
+  for (const int d : ids) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
+}
+
+std::vector<int> explicit_gpu_set(const std::vector<int>& ids, int present) {
+  std::set<int> seen;
+  for (const int d : ids) {
+    MGJOIN_INPUT_EXPECTS(d >= 0 && d < present, "--gpu-ids: GPU " + std::to_string(d) + " does not exist (" +
+                                                    std::to_string(present) + " GPUs present)");
+    MGJOIN_INPUT_EXPECTS(seen.insert(d).second, "--gpu-ids: GPU " + std::to_string(d) + " is listed twice");
+  }
+  return ids;
+}
+
+/// The usable device memory per GPU: the limit, or 80% of the tightest GPU's free memory.
+std::uint64_t usable_device_bytes(const std::vector<int>& devices, std::uint64_t limit) {
+  std::uint64_t tightest = ~0ull;
+  for (const int d : devices) {
+    p2p::DeviceGuard guard(d);
+    std::size_t free = 0, total = 0;
+    MGJOIN_CUDA_TRY(cudaMemGetInfo(&free, &total));
+    tightest = std::min<std::uint64_t>(tightest, static_cast<std::uint64_t>(sort::kDefaultMemoryFraction * free));
+  }
+  if (limit == 0) return tightest;
+  MGJOIN_INPUT_EXPECTS(limit <= tightest, "--gpu-memory-limit: " + std::to_string(limit) +
+                                              " bytes per GPU is more than the " + std::to_string(tightest) +
+                                              " bytes (80% of free memory) the tightest GPU has");
+  return limit;
+}
+
+/// Pins pageable host memory for the duration of a join (copies from pageable memory are staged and
+/// synchronous); memory that is already pinned is left alone.
+class HostPin {
+ public:
+  HostPin(void* p, std::size_t bytes) {
+    if (!p || bytes == 0) return;
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type != cudaMemoryTypeUnregistered) return;
+    cudaGetLastError();
+    MGJOIN_CUDA_TRY(cudaHostRegister(p, bytes, cudaHostRegisterPortable));
+    pinned_ = p;
+  }
+  ~HostPin() {
+    if (pinned_) cudaHostUnregister(pinned_);
+  }
+  HostPin(const HostPin&) = delete;
+  HostPin& operator=(const HostPin&) = delete;
+
+ private:
+  void* pinned_ = nullptr;
+};
+
+/// Adds `stat` to `stats`, summing into an entry of the same name (R and S both report "sort.*").
+void add_phase(std::vector<PhaseStat>& stats, const PhaseStat& stat) {
+  auto it = std::find_if(stats.begin(), stats.end(), [&](const PhaseStat& p) { return p.name == stat.name; });
+  if (it == stats.end()) {
+    stats.push_back(stat);
+    return;
+  }
+  it->seconds += stat.seconds;
+  it->bytes_pcie += stat.bytes_pcie;
+  it->bytes_nvlink += stat.bytes_nvlink;
+}
+
+void add_phases(std::vector<PhaseStat>& stats, const std::vector<PhaseStat>& more) {
+  for (const auto& p : more) add_phase(stats, p);
+}
+
+const char* strategy_name(SortStrategy s) { return s == SortStrategy::Merge ? "merge" : "radix"; }
+const char* exchange_name(Exchange e) { return e == Exchange::Nccl ? "NCCL" : "copy engines"; }
+
+}  // namespace
+
+struct Engine::Impl {
+  std::vector<int> devices;
+  std::uint64_t device_bytes = 0;
+  std::optional<topology::TuningFile> tuning;
+  p2p::PeerAccess peers;
+  std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
+  std::vector<alloc::DeviceStackAllocator*> stack_ptrs;
+  std::unique_ptr<p2p::NcclComms> nccl;
+  std::unique_ptr<alloc::PinnedStackAllocator> range_memory;
+  detail::MergeBuffers merge_buffers;
+
+  Impl(std::vector<int> set, std::uint64_t bytes, std::optional<topology::TuningFile> tuning_file)
+      : devices(std::move(set)), device_bytes(bytes), tuning(std::move(tuning_file)), peers(devices) {
+    for (const int d : devices) {
+      stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, device_bytes));
+      stack_ptrs.push_back(stacks.back().get());
+    }
+    range_memory = std::make_unique<alloc::PinnedStackAllocator>(kMinRangeBytes, /*mapped=*/true);
+  }
+
+  SortStrategy resolve_strategy(SortStrategy asked) const {
+    const int g = static_cast<int>(devices.size());
+    if (asked == SortStrategy::FromTuning) {
+      const auto* best = tuning ? tuning->best_for(g) : nullptr;
+      asked = best && best->strategy == "merge" ? SortStrategy::Merge : SortStrategy::Radix;
+    }
+    if (asked == SortStrategy::Merge && !sort::merge_sort_supported(g)) {
+      std::fprintf(stderr, "mgjoin: %s; using the radix strategy\n", sort::merge_sort_unsupported_message(g).c_str());
+      asked = SortStrategy::Radix;
+    }
+    return asked;
+  }
+
+  const p2p::NcclComms* comms_for(Exchange exchange) {
+    if (exchange != Exchange::Nccl) return nullptr;
+    if (!nccl) nccl = std::make_unique<p2p::NcclComms>(devices);
+    return nccl.get();
+  }
+
+  /// The sort plan for this engine's stacks: every GPU's stack is the usable memory.
+  sort::SortPlan plan(const RelationView& r, const RelationView& s) const {
+    // plan_sort takes 80% of "free"; hand it the stack capacity scaled up so that it uses all of it.
+    std::vector<std::uint64_t> free(devices.size(),
+                                    static_cast<std::uint64_t>(device_bytes / sort::kDefaultMemoryFraction) + 1);
+    sort::SortPlanInput in;
+    in.r_size = r.size();
+    in.s_size = s.size();
+    in.key_bytes = static_cast<int>(dtype_size(r.key.type));
+    in.r_payload_bytes = r.payload ? static_cast<int>(dtype_size(r.payload->type)) : 0;
+    in.s_payload_bytes = s.payload ? static_cast<int>(dtype_size(s.payload->type)) : 0;
+    in.free_bytes = free;
+    in.gpu_memory_limit = device_bytes;
+    const sort::TupleLayout widest{in.key_bytes, std::max(in.r_payload_bytes, in.s_payload_bytes), false};
+    const int first = devices.front();
+    in.sort_temp_bytes = [&](std::int64_t n) {
+      p2p::DeviceGuard guard(first);
+      return static_cast<std::uint64_t>(sort::local_sort_temp_bytes(widest, n));
+    };
+    return sort::plan_sort(in);
+  }
+
+  void reserve_ranges(const RelationView& r, const RelationView& s, OutputMode output) {
+    if (output == OutputMode::Count) return;
+    // At most one matching range per distinct key of the smaller side.
+    const auto bound = std::min<std::uint64_t>(
+        kMaxRangeBytes, static_cast<std::uint64_t>(std::min(r.size(), s.size())) * sizeof(MatchRange) + kMinRangeBytes);
+    if (range_memory->capacity() >= bound) return;
+    range_memory.reset();
+    range_memory = std::make_unique<alloc::PinnedStackAllocator>(bound, /*mapped=*/true);
+  }
+};
+
+Engine::Engine(const JoinOptions& options) {
+  const int present = p2p::device_count();
+  MGJOIN_INPUT_EXPECTS(present > 0, "--gpus: no CUDA GPU found on this machine");
+  const topology::Topology topo = topology::probe_topology();
+  const std::string tuning_path = options.tuning_file.empty() ? topology::default_tuning_path() : options.tuning_file;
+  std::optional<topology::TuningFile> tuning = topology::read_tuning_file(tuning_path, topo);
+
+  std::vector<int> set;
+  if (!options.gpu_ids.empty()) {
+    set = explicit_gpu_set(options.gpu_ids, present);
+  } else {
+    const int g = options.gpus < 0 ? present : options.gpus;
+    MGJOIN_INPUT_EXPECTS(g <= present, "--gpus " + std::to_string(g) + ": only " + std::to_string(present) +
+                                           " GPUs present");
+    set = topology::choose_gpu_set(topo, g, tuning ? &*tuning : nullptr);
+  }
+  impl_ = std::make_unique<Impl>(set, usable_device_bytes(set, options.gpu_memory_limit), std::move(tuning));
+}
+
+Engine::~Engine() = default;
+
+const std::vector<int>& Engine::devices() const { return impl_->devices; }
+std::uint64_t Engine::device_bytes() const { return impl_->device_bytes; }
+
+JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& options) {
+  validate_relations(r, s);
+  Impl& e = *impl_;
+  const auto start = Clock::now();
+  const auto progress = [&](const char* phase, double fraction) {
+    if (options.progress) options.progress(phase, fraction);
+  };
+  const SortStrategy strategy = e.resolve_strategy(options.sort);
+  JoinResult result;
+  result.executor = "GPUs " + join_ids(e.devices) + " (" + strategy_name(strategy) + " sort, " +
+                    exchange_name(options.exchange) + " exchange)";
+
+  const HostPin pins[] = {{r.key.data, r.key.bytes()},
+                          {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
+                          {s.key.data, s.key.bytes()},
+                          {s.payload ? s.payload->data : nullptr, s.payload ? s.payload->bytes() : 0}};
+  const sort::SortPlan plan = e.plan(r, s);
+  const p2p::NcclComms* comms = e.comms_for(options.exchange);
+
+  // Sort phase, then merge phase per relation (k > 1 runs only).
+  std::vector<PhaseStat> phase_stats;
+  double merge_seconds = 0;
+  for (RelationView* rel : {&r, &s}) {
+    progress(rel == &r ? "sort R" : "sort S", 0);
+    std::vector<PhaseStat> sort_stats;
+    const auto sorted = sort::sort_phase(*rel, plan, e.devices, e.stack_ptrs, strategy, options.exchange, comms, sort_stats);
+    add_phases(phase_stats, sort_stats);
+    if (sorted.runs.size() > 1) {
+      progress(rel == &r ? "merge R" : "merge S", 0);
+      const auto t = Clock::now();
+      detail::merge_phase(*rel, sorted.runs, e.merge_buffers);
+      merge_seconds += seconds_since(t);
+    }
+  }
+  add_phase(phase_stats, {"merge", merge_seconds, 0, 0});
+
+  // Join phase on all GPUs.
+  progress("join", 0);
+  e.reserve_ranges(r, s, options.output);
+  const OutputMode gpu_output = options.output == OutputMode::Count ? OutputMode::Count : OutputMode::Ranges;
+  detail::JoinPhaseResult joined =
+      detail::join_phase(r.key, s.key, e.devices, e.stack_ptrs, *e.range_memory, gpu_output, phase_stats);
+  result.count = joined.count;
+
+  std::uint64_t output_bytes = 0;
+  if (options.output == OutputMode::Materialize) {
+    progress("materialize", 0);
+    const auto t = Clock::now();
+    auto columns = detail::materialize(joined.ranges, r.key,
+                                       r.payload ? std::optional<ColumnView>(*r.payload) : std::nullopt,
+                                       s.payload ? std::optional<ColumnView>(*s.payload) : std::nullopt);
+    result.key = std::move(columns.key);
+    if (columns.r_payload) result.r_payload = std::move(*columns.r_payload);
+    if (columns.s_payload) result.s_payload = std::move(*columns.s_payload);
+    output_bytes = result.key.bytes() + result.r_payload.bytes() + result.s_payload.bytes();
+    add_phase(phase_stats, {"materialize", seconds_since(t), 0, 0});
+  } else if (options.output == OutputMode::Ranges) {
+    result.ranges = std::move(joined.ranges);
+  }
+  progress("done", 1);
+
+  result.phases = std::move(phase_stats);
+  result.seconds = seconds_since(start);
+  result.peak_host_bytes = e.merge_buffers.bytes() + e.range_memory->capacity() + output_bytes +
+                           result.ranges.size() * sizeof(MatchRange);
+  return result;
+}
+
+}  // namespace mgjoin

@@ -1,0 +1,194 @@
+// Reading and writing column files (.npy and raw): see <mgjoin/io.hpp>.
+#include <mgjoin/error.hpp>
+#include <mgjoin/io.hpp>
+
+#include "engine/src/io/file_handle.hpp"
+#include "engine/src/io/huge_pages.hpp"
+#include "engine/src/io/npy_header.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace mgjoin {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A .npy header longer than this is not something numpy writes for a 1-D array.
+constexpr std::uint64_t kMaxNpyDictBytes = std::uint64_t{1} << 20;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
+
+ColumnFileInfo inspect_npy(const detail::FileHandle& file) {
+  std::string start(std::min<std::uint64_t>(file.size(), detail::kNpyPrefixV2), '\0');
+  file.read_exact(start.data(), start.size(), 0);
+  const auto prefix = detail::parse_npy_prefix(start, file.path());
+  if (prefix.dict_bytes > kMaxNpyDictBytes)
+    throw InputError(file.path() + ": malformed .npy header (header length " + bytes_text(prefix.dict_bytes) + ")");
+  if (prefix.prefix_bytes + prefix.dict_bytes > file.size())
+    throw InputError(file.path() + ": truncated: the file ends inside its .npy header");
+  std::string dict(prefix.dict_bytes, '\0');
+  file.read_exact(dict.data(), dict.size(), prefix.prefix_bytes);
+  const auto header = detail::parse_npy_dict(dict, file.path());
+
+  ColumnFileInfo info{FileFormat::Npy, header.type, header.size, prefix.prefix_bytes + prefix.dict_bytes};
+  const std::uint64_t have = file.size() - info.data_offset;
+  const std::uint64_t rows = static_cast<std::uint64_t>(header.size);
+  // Compared in rows first: a corrupt header's row count times the width may overflow 64 bits.
+  const std::uint64_t want = rows * dtype_size(header.type);
+  if (rows > have / dtype_size(header.type))
+    throw InputError(file.path() + ": truncated: header says " + std::to_string(header.size) + " " +
+                     std::string(dtype_name(header.type)) + " elements (" + bytes_text(want) +
+                     ") but the file holds " + bytes_text(have) + " of data");
+  if (have > want)
+    throw InputError(file.path() + ": " + bytes_text(have - want) + " of unexpected data after the " +
+                     std::to_string(header.size) + " elements its header announces");
+  return info;
+}
+
+ColumnFileInfo inspect_raw(const detail::FileHandle& file, std::optional<DType> raw_type) {
+  if (!raw_type)
+    throw InputError(file.path() + ": raw column file (not .npy) needs its element type to be given");
+  const std::size_t width = dtype_size(*raw_type);
+  if (file.size() % width != 0)
+    throw InputError(file.path() + ": size " + bytes_text(file.size()) + " is not a multiple of " +
+                     std::to_string(width) + " bytes (" + std::string(dtype_name(*raw_type)) + ")");
+  return {FileFormat::Raw, *raw_type, static_cast<std::int64_t>(file.size() / width), 0};
+}
+
+ColumnFileInfo inspect(const detail::FileHandle& file, const fs::path& path, std::optional<DType> raw_type) {
+  return file_format_of(path) == FileFormat::Npy ? inspect_npy(file) : inspect_raw(file, raw_type);
+}
+
+/// Hidden and unique per process and call, so that concurrent writers never share a temp file.
+fs::path temp_path_for(const fs::path& final_path) {
+  static std::atomic<std::uint64_t> counter{0};
+  std::string name = ".";
+  name += final_path.filename().string();
+  name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  return final_path.parent_path() / name;
+}
+
+}  // namespace
+
+FileFormat file_format_of(const fs::path& path) {
+  return lower(path.extension().string()) == ".npy" ? FileFormat::Npy : FileFormat::Raw;
+}
+
+ColumnFileInfo inspect_column_file(const fs::path& path, std::optional<DType> raw_type) {
+  const auto file = detail::FileHandle::open_read(path);
+  return inspect(file, path, raw_type);
+}
+
+HostColumn read_column(const fs::path& path, std::optional<DType> raw_type, MemoryKind memory) {
+  const auto file = detail::FileHandle::open_read(path);
+  const ColumnFileInfo info = inspect(file, path, raw_type);
+  HostColumn column = HostColumn::allocate(info.type, info.size, memory);
+  detail::advise_huge_pages(column);
+  file.read_exact(column.data(), column.bytes(), info.data_offset);
+  return column;
+}
+
+// ---------------------------------------------------------------------------------------- writing
+
+StagedColumnFile::StagedColumnFile(fs::path final_path, fs::path temp_path)
+    : final_path_(std::move(final_path)), temp_path_(std::move(temp_path)) {}
+
+StagedColumnFile::StagedColumnFile(StagedColumnFile&& other) noexcept
+    : final_path_(std::move(other.final_path_)),
+      temp_path_(std::move(other.temp_path_)),
+      committed_(std::exchange(other.committed_, true)) {}
+
+StagedColumnFile& StagedColumnFile::operator=(StagedColumnFile&& other) noexcept {
+  if (this != &other) {
+    discard();
+    final_path_ = std::move(other.final_path_);
+    temp_path_ = std::move(other.temp_path_);
+    committed_ = std::exchange(other.committed_, true);
+  }
+  return *this;
+}
+
+StagedColumnFile::~StagedColumnFile() { discard(); }
+
+void StagedColumnFile::discard() noexcept {
+  if (committed_) return;
+  std::error_code ignored;
+  fs::remove(temp_path_, ignored);
+  committed_ = true;  // nothing left to discard
+}
+
+void StagedColumnFile::commit() {
+  MGJOIN_EXPECTS(!committed_, "staged file committed twice or discarded");
+  std::error_code ec;
+  fs::rename(temp_path_, final_path_, ec);
+  if (ec) throw InputError(final_path_.string() + ": cannot rename the finished file into place: " + ec.message());
+  committed_ = true;
+}
+
+StagedColumnFile stage_column(const fs::path& path, ColumnView column) {
+  const fs::path temp = temp_path_for(path);
+  try {
+    auto file = detail::FileHandle::create_new(temp);
+    StagedColumnFile staged(path, temp);  // from here on, a failure removes the temp file
+    std::uint64_t offset = 0;
+    if (file_format_of(path) == FileFormat::Npy) {
+      const std::string header = detail::format_npy_header(column.type, column.size);
+      file.write_exact(header.data(), header.size(), 0);
+      offset = header.size();
+    }
+    file.write_exact(column.data, column.bytes(), offset);
+    file.close();
+    return staged;
+  } catch (const InputError& e) {
+    // Name the file the user asked for, not the hidden temp name that prefixes the message.
+    const std::string what = e.what();
+    throw InputError(path.string() + what.substr(std::min(what.size(), temp.string().size())));
+  }
+}
+
+void commit_all(std::span<StagedColumnFile> files) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    try {
+      files[i].commit();
+    } catch (...) {
+      std::error_code ignored;
+      for (std::size_t j = 0; j < i; ++j) fs::remove(files[j].final_path(), ignored);
+      throw;
+    }
+  }
+}
+
+void write_column(const fs::path& path, ColumnView column) { stage_column(path, column).commit(); }
+
+void prepare_output_directory(const fs::path& dir, const char* option) {
+  const std::string name = std::string(option) + " " + dir.string();
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(name + ": cannot create the output directory: " + ec.message());
+  }
+  if (!fs::is_directory(dir, ec)) throw InputError(name + ": not a directory");
+  // access() says yes to root for any directory; creating a file is the real test.
+  const fs::path probe = temp_path_for(dir / "write-test");
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(name + ": output directory is not writable: " + std::strerror(errno));
+  ::close(fd);
+  fs::remove(probe, ec);
+}
+
+}  // namespace mgjoin

@@ -1,0 +1,62 @@
+#include "engine/src/merge_phase.hpp"
+
+#include "host_merge/multiway_merge.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace mgjoin::detail {
+namespace {
+
+/// memcpy split over all threads: one thread cannot saturate host memory bandwidth.
+void parallel_copy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t kBlock = 64ull << 20;
+  const auto blocks = static_cast<std::int64_t>((bytes + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = static_cast<std::size_t>(b) * kBlock;
+    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
+                std::min(kBlock, bytes - begin));
+  }
+}
+
+void grow(HostColumn& column, std::int64_t n, DType type) {
+  if (column.size() >= n && column.type() == type) return;
+  if (column.bytes() >= static_cast<std::size_t>(n) * dtype_size(type) && dtype_size(column.type()) == dtype_size(type))
+    return;
+  column = HostColumn::allocate(type, n, MemoryKind::Pageable);
+}
+
+}  // namespace
+
+void MergeBuffers::reserve(std::int64_t n, DType key_type, std::optional<DType> payload_type) {
+  grow(keys, n, key_type);
+  if (payload_type) grow(payloads, n, *payload_type);
+}
+
+void merge_phase(RelationView rel, std::span<const sort::RowRange> runs, MergeBuffers& buffers) {
+  if (runs.size() <= 1) return;
+  const std::size_t key_bytes = dtype_size(rel.key.type);
+  const std::size_t payload_bytes = rel.payload ? dtype_size(rel.payload->type) : 0;
+  buffers.reserve(rel.size(), rel.key.type, rel.payload ? std::optional(rel.payload->type) : std::nullopt);
+
+  std::vector<host_merge::RawRun> raw;
+  raw.reserve(runs.size());
+  for (const auto& run : runs)
+    raw.push_back({static_cast<const char*>(rel.key.data) + run.begin * key_bytes,
+                   rel.payload ? static_cast<const char*>(rel.payload->data) + run.begin * payload_bytes : nullptr,
+                   run.size()});
+  host_merge::multiway_merge(rel.key.type, static_cast<int>(payload_bytes), raw, buffers.keys.data(),
+                             rel.payload ? buffers.payloads.data() : nullptr);
+
+  const std::size_t n = static_cast<std::size_t>(rel.size());
+  parallel_copy(rel.key.data, buffers.keys.data(), n * key_bytes);
+  if (rel.payload) parallel_copy(rel.payload->data, buffers.payloads.data(), n * payload_bytes);
+}
+
+}  // namespace mgjoin::detail

@@ -1,0 +1,68 @@
+// Local CUB radix sort over the remaining bits (paper, Section 3.1.2).
+#include "engine/src/sort/local_sort.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <cub/device/device_radix_sort.cuh>
+
+namespace mgjoin::sort {
+namespace {
+
+template <class K, class P>
+cudaError_t cub_sort(void* temp, std::size_t& temp_bytes, void* keys, void* alt_keys, void* payload,
+                     void* alt_payload, std::int64_t n, int end_bit, cudaStream_t stream, bool& in_alternate) {
+  cub::DoubleBuffer<K> k(static_cast<K*>(keys), static_cast<K*>(alt_keys));
+  cudaError_t err;
+  if constexpr (std::is_void_v<P>) {
+    err = cub::DeviceRadixSort::SortKeys(temp, temp_bytes, k, n, 0, end_bit, stream);
+  } else {
+    cub::DoubleBuffer<P> p(static_cast<P*>(payload), static_cast<P*>(alt_payload));
+    err = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, p, n, 0, end_bit, stream);
+  }
+  in_alternate = k.selector != 0;  // CUB settles the number of passes on the host
+  return err;
+}
+
+template <class K>
+cudaError_t dispatch_payload(const TupleLayout& l, void* temp, std::size_t& temp_bytes, void* keys, void* alt_keys,
+                             void* payload, void* alt_payload, std::int64_t n, int end_bit, cudaStream_t stream,
+                             bool& in_alternate) {
+  switch (l.payload_bytes) {
+    case 0: return cub_sort<K, void>(temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream, in_alternate);
+    case 4: return cub_sort<K, std::uint32_t>(temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream, in_alternate);
+    case 8: return cub_sort<K, std::uint64_t>(temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream, in_alternate);
+    default: MGJOIN_EXPECTS(false, "payloads are 0, 4 or 8 bytes");
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t dispatch(const TupleLayout& l, void* temp, std::size_t& temp_bytes, void* keys, void* alt_keys,
+                     void* payload, void* alt_payload, std::int64_t n, int end_bit, cudaStream_t stream,
+                     bool& in_alternate) {
+  if (l.key_bytes == 4)
+    return dispatch_payload<std::uint32_t>(l, temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit,
+                                           stream, in_alternate);
+  return dispatch_payload<std::uint64_t>(l, temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit,
+                                         stream, in_alternate);
+}
+
+}  // namespace
+
+std::size_t local_sort_temp_bytes(const TupleLayout& layout, std::int64_t n) {
+  std::size_t bytes = 0;
+  bool unused = false;
+  MGJOIN_CUDA_TRY(dispatch(layout, nullptr, bytes, nullptr, nullptr, nullptr, nullptr, n, layout.key_bytes * 8,
+                           nullptr, unused));
+  return bytes;
+}
+
+SortedIn local_sort(const TupleLayout& layout, void* keys, void* alt_keys, void* payload, void* alt_payload,
+                    std::int64_t n, int end_bit, void* temp, std::size_t temp_bytes, cudaStream_t stream) {
+  if (n < 2 || end_bit <= 0) return SortedIn::Primary;
+  bool in_alternate = false;
+  MGJOIN_CUDA_TRY(dispatch(layout, temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream,
+                           in_alternate));
+  return in_alternate ? SortedIn::Alternate : SortedIn::Primary;
+}
+
+}  // namespace mgjoin::sort

@@ -1,0 +1,30 @@
+#pragma once
+// On-GPU chunk partitioning of the radix sort (paper, Section 3.1.2): one MSB radix partitioning pass
+// over m = 8 bits. Block-local shared-memory histograms, a CUB scan of the (digit, block) counts for the
+// write offsets, and a scatter of keys and payloads staged through shared memory so that each block
+// writes its buckets as contiguous runs.
+#include "engine/src/sort/chunkset_sorter.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace mgjoin::sort {
+
+/// One partitioning pass: n tuples from keys_in/payload_in scattered by the digit (key ^ key_xor) >>
+/// shift & 255 into keys_out/payload_out (keys written XOR-ed: key_xor flips signed keys into the
+/// unsigned order on the first pass). The 256 bucket sizes go to `device_counts` (device memory,
+/// uint64). Scratch comes from `memory` in stream order. payload pointers are ignored for key-only.
+void radix_partition(const TupleLayout& layout, const void* keys_in, const void* payload_in, void* keys_out,
+                     void* payload_out, std::int64_t n, int shift, std::uint64_t key_xor,
+                     std::uint64_t* device_counts, alloc::DeviceStackAllocator& memory, cudaStream_t stream);
+
+/// keys[i] ^= key_xor for i < n (turns flipped signed keys back before they go to the host).
+void xor_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream);
+
+/// The sign bit of a key width: XOR with it maps signed order to unsigned order and back.
+constexpr std::uint64_t sign_flip_mask(const TupleLayout& l) {
+  return l.signed_key ? (std::uint64_t{1} << (l.key_bytes * 8 - 1)) : 0;
+}
+
+}  // namespace mgjoin::sort

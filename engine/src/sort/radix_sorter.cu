@@ -1,0 +1,267 @@
+// Radix-partitioning multi-GPU chunkset sort (paper, Section 3.1.2); the steps are in radix_sorter.hpp.
+#include "engine/src/sort/radix_sorter.hpp"
+
+#include "engine/src/sort/bucket_distribution.hpp"
+#include "engine/src/sort/local_sort.hpp"
+#include "engine/src/sort/planner.hpp"
+#include "engine/src/sort/radix_partition.hpp"
+#include "p2p/all_to_all.hpp"
+#include "p2p/device.hpp"
+#include "p2p/nccl_comms.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace mgjoin::sort {
+namespace {
+
+using DeviceBytes = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
+using DeviceCounts = alloc::StackBuffer<std::uint64_t, alloc::DeviceStackAllocator>;
+
+std::byte* at(void* base, std::int64_t index, int width) {
+  return static_cast<std::byte*>(base) + index * static_cast<std::int64_t>(width);
+}
+
+class RadixSorter final : public ChunksetSorter {
+ public:
+  RadixSorter(Exchange exchange, const p2p::NcclComms* nccl) : exchange_(exchange), nccl_(nccl) {
+    MGJOIN_EXPECTS(exchange != Exchange::Nccl || nccl != nullptr, "the NCCL exchange needs communicators");
+  }
+  std::string_view name() const override { return "radix"; }
+  void sort(ChunksetJob& job) override;
+
+ private:
+  /// Per-chunkset state of the sort of one chunkset.
+  struct State {
+    ChunksetJob* job = nullptr;
+    int key_bits = 0;
+    std::uint64_t key_xor = 0;
+    std::vector<DeviceCounts> device_counts;  // per GPU: room for g histograms (one refinement round)
+    std::vector<Histogram> host_counts;       // [gpu * g + slot]
+    std::vector<Bucket> buckets;
+  };
+
+  void ensure_events(std::span<GpuChunk> gpus);
+  void partition_top_level(State& st);
+  void refine_spanning(State& st, std::span<const std::size_t> spanning);
+  void collect_histograms(State& st, int slots);
+  void swap_buckets(State& st, const ExchangePlan& plan);
+  void sort_and_copy_back(State& st, const ExchangePlan& plan);
+
+  Exchange exchange_;
+  const p2p::NcclComms* nccl_;
+  std::vector<p2p::Event> exchanged_;   // per GPU: its pulls are done (no timing)
+  std::vector<p2p::Event> unit_ready_;  // per GPU: last sorted unit may be copied back (no timing)
+};
+
+void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
+  if (exchanged_.size() == gpus.size()) return;
+  exchanged_.clear();
+  unit_ready_.clear();
+  for (const auto& c : gpus) {
+    exchanged_.emplace_back(c.device, false);
+    unit_ready_.emplace_back(c.device, false);
+  }
+}
+
+void RadixSorter::collect_histograms(State& st, int slots) {
+  const auto gpus = st.job->gpus;
+  const int g = static_cast<int>(gpus.size());
+  for (int d = 0; d < g; ++d) {
+    p2p::DeviceGuard guard(gpus[d].device);
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(st.host_counts[static_cast<std::size_t>(d) * g].data(),
+                                    st.device_counts[d].data(), sizeof(Histogram) * slots, cudaMemcpyDeviceToHost,
+                                    gpus[d].compute));
+  }
+  for (const auto& c : gpus) MGJOIN_CUDA_TRY(cudaStreamSynchronize(c.compute));
+}
+
+void RadixSorter::partition_top_level(State& st) {
+  const auto gpus = st.job->gpus;
+  const int g = static_cast<int>(gpus.size());
+  for (auto& c : gpus) {
+    p2p::DeviceGuard guard(c.device);
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.compute, c.ready, 0));
+    c.timeline->record_begin(SortPart::Partition, c.compute);
+    radix_partition(st.job->layout, c.keys, c.payload, c.alt_keys, c.alt_payload, c.size, st.key_bits - kRadixBits,
+                    st.key_xor, st.device_counts[&c - gpus.data()].data(), *c.memory, c.compute);
+  }
+  collect_histograms(st, 1);
+  std::vector<Histogram> per_gpu(g);
+  for (int d = 0; d < g; ++d) per_gpu[d] = st.host_counts[static_cast<std::size_t>(d) * g];
+  st.buckets = top_level_buckets(per_gpu);
+}
+
+void RadixSorter::refine_spanning(State& st, std::span<const std::size_t> spanning) {
+  const auto gpus = st.job->gpus;
+  const int g = static_cast<int>(gpus.size());
+  const auto& layout = st.job->layout;
+  MGJOIN_EXPECTS(static_cast<int>(spanning.size()) <= g, "at most g - 1 spanning buckets per round");
+  for (int d = 0; d < g; ++d) {
+    auto& c = gpus[d];
+    p2p::DeviceGuard guard(c.device);
+    std::size_t next = 0;
+    std::int64_t offset = 0;  // of bucket l in this GPU's secondary buffer
+    for (std::size_t l = 0; l < st.buckets.size() && next < spanning.size(); ++l) {
+      if (l == spanning[next]) {
+        // Partition the bucket on its next 8 bits into the (free) primary buffer, then back in place.
+        const Bucket& b = st.buckets[l];
+        const std::int64_t n = b.counts[d];
+        radix_partition(layout, at(c.alt_keys, offset, layout.key_bytes), at(c.alt_payload, offset, layout.payload_bytes),
+                        at(c.keys, offset, layout.key_bytes), at(c.payload, offset, layout.payload_bytes), n,
+                        st.key_bits - b.bits - kRadixBits, 0, st.device_counts[d].data() + next * kRadixBuckets,
+                        *c.memory, c.compute);
+        MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(c.alt_keys, offset, layout.key_bytes), at(c.keys, offset, layout.key_bytes),
+                                        n * layout.key_bytes, cudaMemcpyDeviceToDevice, c.compute));
+        if (layout.payload_bytes)
+          MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(c.alt_payload, offset, layout.payload_bytes),
+                                          at(c.payload, offset, layout.payload_bytes), n * layout.payload_bytes,
+                                          cudaMemcpyDeviceToDevice, c.compute));
+        ++next;
+      }
+      offset += st.buckets[l].counts[d];
+    }
+  }
+  collect_histograms(st, static_cast<int>(spanning.size()));
+  // Replace from the back so that the indices of the earlier spanning buckets stay valid.
+  for (std::size_t r = spanning.size(); r-- > 0;) {
+    std::vector<Histogram> per_gpu(g);
+    for (int d = 0; d < g; ++d) per_gpu[d] = st.host_counts[static_cast<std::size_t>(d) * g + r];
+    refine_bucket(st.buckets, spanning[r], per_gpu);
+  }
+}
+
+void RadixSorter::swap_buckets(State& st, const ExchangePlan& plan) {
+  const auto gpus = st.job->gpus;
+  const int g = static_cast<int>(gpus.size());
+  const auto& layout = st.job->layout;
+  for (auto& c : gpus) {
+    p2p::DeviceGuard guard(c.device);
+    c.timeline->record_begin(SortPart::Exchange, c.compute);
+  }
+  if (g > 1) {  // with one GPU the secondary buffer already is the exchange layout
+    std::vector<p2p::PeerCopy> copies;
+    for (const auto& x : plan.copies) {
+      const auto& src = gpus[x.src];
+      const auto& dst = gpus[x.dst];
+      copies.push_back({x.src, x.dst, at(src.alt_keys, x.src_offset, layout.key_bytes),
+                        at(dst.keys, x.dst_offset, layout.key_bytes),
+                        static_cast<std::size_t>(x.count) * layout.key_bytes});
+      if (layout.payload_bytes)
+        copies.push_back({x.src, x.dst, at(src.alt_payload, x.src_offset, layout.payload_bytes),
+                          at(dst.payload, x.dst_offset, layout.payload_bytes),
+                          static_cast<std::size_t>(x.count) * layout.payload_bytes});
+      if (x.src != x.dst) st.job->bytes_nvlink += static_cast<std::uint64_t>(x.count) * layout.tuple_bytes();
+    }
+    std::vector<int> devices;
+    std::vector<cudaStream_t> streams;
+    for (const auto& c : gpus) {
+      devices.push_back(c.device);
+      streams.push_back(c.compute);
+    }
+    if (exchange_ == Exchange::Nccl)
+      p2p::all_to_all_nccl(copies, *nccl_, streams);
+    else
+      p2p::all_to_all_copy_engines(copies, devices, streams);
+    // A GPU's secondary buffer becomes the local sort's second buffer: every peer must have read it first.
+    for (int d = 0; d < g; ++d) {
+      p2p::DeviceGuard guard(gpus[d].device);
+      exchanged_[d].record(gpus[d].compute);
+    }
+    for (int d = 0; d < g; ++d) {
+      p2p::DeviceGuard guard(gpus[d].device);
+      for (int s = 0; s < g; ++s)
+        if (s != d) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus[d].compute, exchanged_[s], 0));
+    }
+  }
+  for (auto& c : gpus) {
+    p2p::DeviceGuard guard(c.device);
+    c.timeline->record_end(SortPart::Exchange, c.compute);
+  }
+}
+
+void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan) {
+  const auto gpus = st.job->gpus;
+  const int g = static_cast<int>(gpus.size());
+  const auto& layout = st.job->layout;
+  std::int64_t host_row = 0;
+  for (int d = 0; d < g; ++d) {
+    auto& c = gpus[d];
+    p2p::DeviceGuard guard(c.device);
+    MGJOIN_EXPECTS(plan.dest_sizes[d] <= c.capacity, "bucket distribution overflows a GPU's buffer");
+    // After the swap the tuples are in the primary buffer (secondary for g = 1, which skips the swap).
+    void* keys = g > 1 ? c.keys : c.alt_keys;
+    void* payload = g > 1 ? c.payload : c.alt_payload;
+    void* alt_keys = g > 1 ? c.alt_keys : c.keys;
+    void* alt_payload = g > 1 ? c.alt_payload : c.payload;
+    std::int64_t largest = 0;
+    for (const auto& u : plan.units[d]) largest = std::max(largest, u.count);
+    const std::size_t temp_bytes = largest > 1 ? local_sort_temp_bytes(layout, largest) : 0;
+    DeviceBytes temp(*c.memory, std::max<std::size_t>(temp_bytes, 1));
+
+    c.timeline->record_begin(SortPart::LocalSort, c.compute);
+    bool first_unit = true;
+    for (const auto& u : plan.units[d]) {
+      const bool alternate = local_sort(layout, at(keys, u.offset, layout.key_bytes), at(alt_keys, u.offset, layout.key_bytes),
+                                        at(payload, u.offset, layout.payload_bytes),
+                                        at(alt_payload, u.offset, layout.payload_bytes), u.count, u.end_bit(),
+                                        temp.data(), temp_bytes, c.compute) == SortedIn::Alternate;
+      void* sorted_keys = at(alternate ? alt_keys : keys, u.offset, layout.key_bytes);
+      void* sorted_payload = at(alternate ? alt_payload : payload, u.offset, layout.payload_bytes);
+      xor_keys(layout.key_bytes, sorted_keys, u.count, st.key_xor, c.compute);
+      unit_ready_[d].record(c.compute);
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.d2h, unit_ready_[d], 0));
+      if (std::exchange(first_unit, false)) c.timeline->record_begin(SortPart::D2H, c.d2h);
+      const std::int64_t row = host_row + u.offset;
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(st.job->host_keys, row, layout.key_bytes), sorted_keys,
+                                      u.count * layout.key_bytes, cudaMemcpyDeviceToHost, c.d2h));
+      if (layout.payload_bytes)
+        MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(st.job->host_payload, row, layout.payload_bytes), sorted_payload,
+                                        u.count * layout.payload_bytes, cudaMemcpyDeviceToHost, c.d2h));
+    }
+    c.timeline->record_end(SortPart::LocalSort, c.compute);
+    if (first_unit) c.timeline->record_begin(SortPart::D2H, c.d2h);  // no unit: an empty part
+    c.timeline->record_end(SortPart::D2H, c.d2h);
+    MGJOIN_CUDA_TRY(cudaEventRecord(c.d2h_done, c.d2h));
+    host_row += plan.dest_sizes[d];
+  }
+}
+
+void RadixSorter::sort(ChunksetJob& job) {
+  const int g = static_cast<int>(job.gpus.size());
+  MGJOIN_EXPECTS(g >= 1, "a chunkset needs a GPU");
+  ensure_events(job.gpus);
+  State st;
+  st.job = &job;
+  st.key_bits = job.layout.key_bytes * 8;
+  st.key_xor = sign_flip_mask(job.layout);
+  st.host_counts.resize(static_cast<std::size_t>(g) * g);
+  for (auto& c : job.gpus) st.device_counts.emplace_back(*c.memory, static_cast<std::size_t>(g) * kRadixBuckets);
+
+  partition_top_level(st);
+  auto distribution = distribute_buckets(st.buckets, st.key_bits, g, job.chunk_size, kEpsilon);
+  while (!distribution.final()) {
+    refine_spanning(st, distribution.spanning);
+    distribution = distribute_buckets(st.buckets, st.key_bits, g, job.chunk_size, kEpsilon);
+  }
+  for (auto& c : job.gpus) {
+    p2p::DeviceGuard guard(c.device);
+    c.timeline->record_end(SortPart::Partition, c.compute);
+  }
+
+  const auto plan = plan_exchange(st.buckets, distribution.boundaries, st.key_bits, job.chunk_size, kFusingThreshold);
+  swap_buckets(st, plan);
+  sort_and_copy_back(st, plan);
+}
+
+}  // namespace
+
+std::unique_ptr<ChunksetSorter> make_radix_sorter(Exchange exchange, const p2p::NcclComms* nccl) {
+  return std::make_unique<RadixSorter>(exchange, nccl);
+}
+
+}  // namespace mgjoin::sort

@@ -1,0 +1,146 @@
+#pragma once
+// Adapts libstdc++ parallel mode's multiway merge to proxy-reference iterators (paper Section 3.2.2:
+// "we adapt it to operate on pointer-based zip iterators"). The primitive assumes that *it is an lvalue
+// of value_type in three places; each is replaced here for ZipIterator only, nothing else changes:
+//   1. _GuardedIterator/_UnguardedIterator (k = 3, 4) return value_type& from *it: specialized to
+//      return the proxy.
+//   2. the k >= 5 loser-tree driver takes &*it as a filler for exhausted runs: specialized to use a
+//      value-initialized filler (its content is never compared: exhausted runs carry the sup flag).
+//   3. the exact splitting (multiseq_partition) keeps pointers to elements: an ADL overload splits on
+//      the key column alone, where elements have addresses; splitting needs only key order.
+// Limitation: __gnu_parallel::multiway_merge evaluates *(seqs[0].second) as an unused sentinel, which
+// for a zip iterator reads one tuple past the end of the first sequence; host_merge::multiway_merge
+// puts an empty run over a static tuple first, so callers of the library never read out of bounds.
+// Requirements: the comparator orders by key only (KeyLess or operator<); sequences are ZipIterator<K, P>
+// with non-const K and P (parallel mode keeps value_type* into its inputs; const iterators do not compile).
+#include <parallel/algorithm>
+#include <parallel/multiseq_selection.h>
+#include <parallel/multiway_merge.h>
+
+#include <utility>
+#include <vector>
+
+namespace mgjoin::host_merge {
+
+template <class K, class P> class ZipIterator;
+
+namespace detail {
+
+template <class K, class P>
+using ZipSeq = std::pair<ZipIterator<K, P>, ZipIterator<K, P>>;
+
+/// libstdc++'s multiway_merge_loser_tree without its &*it: exhausted runs get a value-initialized filler.
+template <class LoserTree, class K, class P, class Out, class Diff, class Compare>
+Out loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end, Out target, Diff length,
+                     Compare comp) {
+  using Value = typename ZipIterator<K, P>::value_type;
+  const int k = static_cast<int>(seqs_end - seqs_begin);
+  LoserTree tree(static_cast<unsigned>(k), comp);
+  const Value filler{};
+  for (int t = 0; t < k; ++t) {
+    const bool exhausted = seqs_begin[t].first == seqs_begin[t].second;
+    tree.__insert_start(exhausted ? filler : Value(*seqs_begin[t].first), t, exhausted);
+  }
+  tree.__init();
+  for (Diff i = 0; i < length; ++i) {
+    auto& seq = seqs_begin[tree.__get_min_source()];
+    *target = *seq.first;
+    ++target;
+    ++seq.first;
+    if (seq.first == seq.second)
+      tree.__delete_min_insert(filler, true);
+    else
+      tree.__delete_min_insert(*seq.first, false);
+  }
+  return target;
+}
+
+}  // namespace detail
+
+/// Exact splitting for zip sequences (found by ADL from __gnu_parallel::multiway_merge_exact_splitting):
+/// partitions the key columns, then maps the split positions back to zip iterators.
+template <class K, class P, class RankType, class RankIterator, class Compare>
+void multiseq_partition(
+    __gnu_cxx::__normal_iterator<detail::ZipSeq<K, P>*, std::vector<detail::ZipSeq<K, P>>> seqs_begin,
+    __gnu_cxx::__normal_iterator<detail::ZipSeq<K, P>*, std::vector<detail::ZipSeq<K, P>>> seqs_end,
+    RankType rank, RankIterator begin_offsets, Compare comp) {
+  using Value = typename ZipIterator<K, P>::value_type;
+  std::vector<std::pair<K*, K*>> key_seqs;
+  key_seqs.reserve(static_cast<std::size_t>(seqs_end - seqs_begin));
+  for (auto s = seqs_begin; s != seqs_end; ++s) key_seqs.emplace_back(s->first.keys(), s->second.keys());
+  std::vector<K*> key_offsets(key_seqs.size());
+  auto key_comp = [comp](const K& a, const K& b) mutable { return comp(Value{a, {}}, Value{b, {}}); };
+  __gnu_parallel::multiseq_partition(key_seqs.begin(), key_seqs.end(), rank, key_offsets.begin(), key_comp);
+  for (std::size_t i = 0; i < key_seqs.size(); ++i)
+    begin_offsets[i] = seqs_begin[i].first + (key_offsets[i] - key_seqs[i].first);
+}
+
+}  // namespace mgjoin::host_merge
+
+namespace __gnu_parallel {
+
+template <class K, class P, class Compare>
+class _GuardedIterator<mgjoin::host_merge::ZipIterator<K, P>, Compare> {
+  using It = mgjoin::host_merge::ZipIterator<K, P>;
+
+ public:
+  _GuardedIterator(It begin, It end, Compare& comp) : current_(begin), end_(end), comp_(comp) {}
+  _GuardedIterator& operator++() {
+    ++current_;
+    return *this;
+  }
+  typename It::reference operator*() const { return *current_; }
+  operator It() const { return current_; }
+
+  // An exhausted sequence is an implicit supremum, as in the primary template.
+  friend bool operator<(const _GuardedIterator& a, const _GuardedIterator& b) {
+    if (a.current_ == a.end_) return b.current_ == b.end_;
+    if (b.current_ == b.end_) return true;
+    return a.comp_(*a, *b);
+  }
+  friend bool operator<=(const _GuardedIterator& a, const _GuardedIterator& b) {
+    if (b.current_ == b.end_) return a.current_ != a.end_;
+    if (a.current_ == a.end_) return false;
+    return !b.comp_(*b, *a);
+  }
+
+ private:
+  It current_;
+  It end_;
+  Compare& comp_;
+};
+
+template <class K, class P, class Compare>
+class _UnguardedIterator<mgjoin::host_merge::ZipIterator<K, P>, Compare> {
+  using It = mgjoin::host_merge::ZipIterator<K, P>;
+
+ public:
+  _UnguardedIterator(It begin, It /*end*/, Compare& comp) : current_(begin), comp_(comp) {}
+  _UnguardedIterator& operator++() {
+    ++current_;
+    return *this;
+  }
+  typename It::reference operator*() const { return *current_; }
+  operator It() const { return current_; }
+  friend bool operator<(const _UnguardedIterator& a, const _UnguardedIterator& b) { return a.comp_(*a, *b); }
+  friend bool operator<=(const _UnguardedIterator& a, const _UnguardedIterator& b) { return !b.comp_(*b, *a); }
+
+ private:
+  It current_;
+  Compare& comp_;
+};
+
+template <bool Stable, class K, class P, class Out, class Diff, class Compare>
+struct __multiway_merge_k_variant_sentinel_switch<false, Stable, mgjoin::host_merge::detail::ZipSeq<K, P>*, Out,
+                                                  Diff, Compare> {
+  using Seq = mgjoin::host_merge::detail::ZipSeq<K, P>;
+  using Value = typename mgjoin::host_merge::ZipIterator<K, P>::value_type;
+
+  Out operator()(Seq* seqs_begin, Seq* seqs_end, Out target, const Value& /*sentinel*/, Diff length,
+                 Compare comp) {
+    return mgjoin::host_merge::detail::loser_tree_merge<_LoserTree<Stable, Value, Compare>>(
+        seqs_begin, seqs_end, target, length, comp);
+  }
+};
+
+}  // namespace __gnu_parallel

@@ -1,0 +1,45 @@
+// On the GPU machine: `mgjoin join` on GPUs gives the CPU path's result, through the binary.
+#include <mgjoin/io.hpp>
+
+#include "cli_test_util.hpp"
+#include "common/gpu.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+/// Output rows as (key, r_payload, s_payload) triples, sorted (row order is unspecified).
+std::vector<std::array<std::uint64_t, 3>> rows(const std::string& dir) {
+  const HostColumn k = read_column(dir + "/key.npy"), r = read_column(dir + "/r_payload.npy"),
+                   s = read_column(dir + "/s_payload.npy");
+  std::vector<std::array<std::uint64_t, 3>> out(static_cast<std::size_t>(k.size()));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = {k.as<std::uint64_t>()[i], r.as<std::uint64_t>()[i], s.as<std::uint64_t>()[i]};
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(CliTest, GpuJoinMatchesCpuJoin) {
+  MGJOIN_REQUIRE_GPUS(1);
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.001 --zipf 0.9 --selectivity 0.8 --seed 3 --out-dir gen").exit_code,
+            0);
+  const CliResult cpu = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --out-dir cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  for (const std::string gpus : {"-1", "1", "2"}) {
+    if (std::stoi(gpus) > gpu_count()) continue;
+    const CliResult gpu = mgjoin("join --r-dir gen --s-dir gen --gpus " + gpus + " --out-dir gpu" + gpus + " --json");
+    ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+    EXPECT_NE(nlohmann::json::parse(gpu.out).at("executor").get<std::string>().find("GPU"), std::string::npos);
+    EXPECT_EQ(rows(path("gpu" + gpus)), rows(path("cpu"))) << "--gpus " << gpus;
+  }
+}
+
+}  // namespace
+}  // namespace mgjoin::test

@@ -1,0 +1,132 @@
+// `mgjoin generate` + `mgjoin join` end to end through the built binary, on the CPU path.
+#include <mgjoin/io.hpp>
+
+#include "cli_test_util.hpp"
+#include "common/seed.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+template <class T>
+std::vector<T> values(const HostColumn& c) {
+  return {c.as<T>(), c.as<T>() + c.size()};
+}
+
+TEST_F(CliTest, GenerateThenCountGivesSizeOfSAtFullSelectivity) {
+  const auto seed = announce_seed();
+  ASSERT_EQ(mgjoin("generate --workload A --scale 0.0001 --seed " + std::to_string(seed) + " --out-dir gen").exit_code,
+            0);
+  auto names = entries("gen");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"r_key.npy", "r_payload.npy", "s_key.npy", "s_payload.npy"}));
+  const CliResult r = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --count");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "100000\n");
+  EXPECT_NE(r.err.find("executor: CPU"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, NoMatchesAtSelectivityZero) {
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.0001 --selectivity 0 --out-dir gen").exit_code, 0);
+  const CliResult r = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --count");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "0\n");
+}
+
+TEST_F(CliTest, MaterializedRowsPointBackAtTheirInputRows) {
+  const auto seed = announce_seed();
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.0001 --zipf 0.8 --seed " + std::to_string(seed) +
+                   " --out-dir gen").exit_code, 0);
+  const CliResult r = mgjoin("join --r-key gen/r_key.npy --r-payload gen/r_payload.npy --s-key gen/s_key.npy "
+                             "--s-payload gen/s_payload.npy --gpus 0 --out-dir out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto r_key = values<std::uint64_t>(read_column(path("gen/r_key.npy")));
+  const auto s_key = values<std::uint64_t>(read_column(path("gen/s_key.npy")));
+  const auto key = values<std::uint64_t>(read_column(path("out/key.npy")));
+  const auto rp = values<std::uint64_t>(read_column(path("out/r_payload.npy")));
+  auto sp = values<std::uint64_t>(read_column(path("out/s_payload.npy")));
+  ASSERT_EQ(key.size(), s_key.size()) << "each S row matches exactly one R row";
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    ASSERT_EQ(key[i], r_key[rp[i]]) << "row " << i;  // payloads are the generator's row indices
+    ASSERT_EQ(key[i], s_key[sp[i]]) << "row " << i;
+  }
+  std::sort(sp.begin(), sp.end());
+  for (std::size_t i = 0; i < sp.size(); ++i) ASSERT_EQ(sp[i], i) << "every S row appears once";
+}
+
+TEST_F(CliTest, KeyOnlyRelationsWriteOnlyTheFilesTheyHave) {
+  ASSERT_EQ(mgjoin("generate --workload A --scale 0.00001 --out-dir gen").exit_code, 0);
+  const CliResult r = mgjoin("join --r-key gen/r_key.npy --s-key gen/s_key.npy --s-payload gen/s_payload.npy "
+                             "--gpus 0 --out-dir out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto names = entries("out");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"key.npy", "s_payload.npy"}));
+  EXPECT_EQ(read_column(path("out/key.npy")).size(), 10'000);
+}
+
+TEST_F(CliTest, DirectoryWithPlainNamesAndRawFilesWithType) {
+  // key.npy/payload.npy in --r-dir; raw .bin files for S with --type.
+  const std::vector<std::int64_t> r_key{5, -2, 1, -2, INT64_MIN, INT64_MAX}, r_val{50, 20, 10, 21, 1, 2};
+  const std::vector<std::int64_t> s_key{7, -2, 5, INT64_MIN, INT64_MAX, INT64_MAX};
+  std::filesystem::create_directory(dir() / "r");
+  write_column(path("r/key.npy"), ColumnView{r_key.data(), 6, DType::Int64});
+  write_column(path("r/payload.npy"), ColumnView{r_val.data(), 6, DType::Int64});
+  write_column(path("s_key.bin"), ColumnView{s_key.data(), 6, DType::Int64});
+  const CliResult r = mgjoin("join --r-dir r --s-key s_key.bin --type int64 --gpus 0 --count");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "6\n");  // -2 twice, 5, MIN, MAX twice
+}
+
+TEST_F(CliTest, EmptyRelationJoinsToNothing) {
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0 --out-dir gen").exit_code, 0);
+  CliResult r = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --count");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "0\n");
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.00001 --out-dir full").exit_code, 0);
+  r = mgjoin("join --r-dir gen --s-dir full --gpus 0 --out-dir out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_column(path("out/key.npy")).size(), 0);
+}
+
+TEST_F(CliTest, JsonSummaryParses) {
+  ASSERT_EQ(mgjoin("generate --workload A --scale 0.00001 --out-dir gen").exit_code, 0);
+  const CliResult r = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --out-dir out --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("count").get<std::uint64_t>(), 10'000u);
+  EXPECT_GE(j.at("seconds").get<double>(), 0.0);
+  EXPECT_NE(j.at("executor").get<std::string>().find("CPU"), std::string::npos);
+  ASSERT_TRUE(j.at("phases").is_array());
+  ASSERT_FALSE(j.at("phases").empty());
+  for (const auto& p : j.at("phases")) {
+    EXPECT_FALSE(p.at("name").get<std::string>().empty());
+    EXPECT_GE(p.at("seconds").get<double>(), 0.0);
+    EXPECT_TRUE(p.contains("bytes_pcie"));
+  }
+  EXPECT_EQ(j.at("output_files").size(), 3u);
+  const CliResult c = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --count --json");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out).at("count").get<std::uint64_t>(), 10'000u);
+}
+
+TEST_F(CliTest, SameSeedSameFiles) {
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.00001 --zipf 0.5 --selectivity 0.7 --seed 9 --out-dir a").exit_code, 0);
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.00001 --zipf 0.5 --selectivity 0.7 --seed 9 --out-dir b").exit_code, 0);
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.00001 --zipf 0.5 --selectivity 0.7 --seed 10 --out-dir c").exit_code, 0);
+  for (const std::string f : {"r_key.npy", "r_payload.npy", "s_key.npy", "s_payload.npy"}) {
+    const HostColumn a = read_column(path("a/" + f)), b = read_column(path("b/" + f));
+    ASSERT_EQ(a.bytes(), b.bytes());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << f;
+  }
+  const HostColumn a = read_column(path("a/s_key.npy")), c = read_column(path("c/s_key.npy"));
+  EXPECT_NE(std::memcmp(a.data(), c.data(), a.bytes()), 0);
+}
+
+}  // namespace
+}  // namespace mgjoin::test

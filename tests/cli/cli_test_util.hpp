@@ -1,0 +1,73 @@
+#pragma once
+// Runs the built `mgjoin` binary (MGJOIN_CLI_PATH) in a fresh temporary directory and captures its
+// exit code, stdout and stderr.
+#include "io/io_test_util.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+  /// stderr lines (without the newline).
+  std::vector<std::string> err_lines() const {
+    std::vector<std::string> lines;
+    std::size_t begin = 0;
+    while (begin < err.size()) {
+      const auto end = err.find('\n', begin);
+      lines.push_back(err.substr(begin, end - begin));
+      if (end == std::string::npos) break;
+      begin = end + 1;
+    }
+    return lines;
+  }
+};
+
+class CliTest : public TempDirTest {
+ protected:
+  std::string path(const std::string& name) const { return (dir() / name).string(); }
+
+  /// Runs `mgjoin <args>` with the temp dir as working directory.
+  CliResult mgjoin(const std::string& args) const {
+    const std::string err_file = (dir() / ".stderr").string();
+    const std::string cmd = "cd '" + dir().string() + "' && '" MGJOIN_CLI_PATH "' " + args + " 2>'" + err_file + "'";
+    CliResult r;
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    if (!pipe) return r;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
+    const int status = ::pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_file);
+    r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::filesystem::remove(err_file);
+    return r;
+  }
+
+  void write_file(const std::string& name, const std::string& bytes) const { write_file_bytes(dir() / name, bytes); }
+
+  /// A hand-made v1 .npy header for a 1-D array of `rows` elements of numpy type `descr`.
+  static std::string npy_header(const std::string& descr, int rows) {
+    return npy_bytes(1, "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ",), }", 64);
+  }
+
+  /// Names in `sub` (hidden temp files included); empty when `sub` does not exist.
+  std::vector<std::string> entries(const std::string& sub) const {
+    std::vector<std::string> names;
+    if (!std::filesystem::is_directory(dir() / sub)) return names;
+    for (const auto& e : std::filesystem::directory_iterator(dir() / sub)) names.push_back(e.path().filename().string());
+    return names;
+  }
+};
+
+}  // namespace mgjoin::test

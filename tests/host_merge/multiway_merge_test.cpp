@@ -1,0 +1,218 @@
+// Merge phase: k sorted runs -> one sorted relation; checked against a sequential sort of all tuples.
+#include "host_merge/multiway_merge.hpp"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include <mgjoin/error.hpp>
+
+#include "common/seed.hpp"
+#include "host_merge/run_fixtures.hpp"
+
+namespace mgjoin::host_merge {
+namespace {
+
+using test::make_runs;
+using test::reference_merge;
+using test::Runs;
+
+/// Runs the check with 1 thread (sequential path), 2 and an odd 5 (uneven per-thread splits).
+template <class F>
+void for_thread_counts(F check) {
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 5}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    omp_set_num_threads(threads);
+    check();
+  }
+  omp_set_num_threads(saved);
+}
+
+template <class K, class P>
+void expect_merged(const Runs<K, P>& runs) {
+  const auto n = static_cast<std::size_t>(runs.total());
+  for_thread_counts([&] {
+    std::vector<K> out_keys(n);
+    {
+      std::vector<RunView<K, P>> views;
+      for (std::size_t r = 0; r < runs.keys.size(); ++r)
+        views.push_back({runs.keys[r].data(), runs.payloads[r].data(), std::int64_t(runs.keys[r].size())});
+      std::vector<P> out_payloads(n);
+      multiway_merge<K, P>(std::span<const RunView<K, P>>(views), out_keys.data(), out_payloads.data());
+
+      ASSERT_TRUE(std::is_sorted(out_keys.begin(), out_keys.end()));
+      std::vector<std::pair<K, P>> got;
+      for (std::size_t i = 0; i < n; ++i) got.emplace_back(out_keys[i], out_payloads[i]);
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, reference_merge(runs));
+    }
+  });
+}
+
+template <class K>
+void expect_merged_key_only(const Runs<K, std::uint32_t>& runs) {
+  std::vector<RunView<K>> views;
+  for (const auto& r : runs.keys) views.push_back({r.data(), std::int64_t(r.size())});
+  std::vector<K> expected;
+  for (const auto& r : runs.keys) expected.insert(expected.end(), r.begin(), r.end());
+  std::sort(expected.begin(), expected.end());
+  for_thread_counts([&] {
+    std::vector<K> out_keys(expected.size());
+    multiway_merge<K>(std::span<const RunView<K>>(views), out_keys.data());
+    EXPECT_EQ(out_keys, expected);
+  });
+}
+
+/// Checks both forms: (key, payload) with the typed payload, and key-only on the same keys.
+template <class K, class P, class KeyAt>
+void check_shape(const std::vector<std::int64_t>& sizes, KeyAt key_at) {
+  expect_merged(make_runs<K, P>(sizes, key_at));
+  expect_merged_key_only(make_runs<K, std::uint32_t>(sizes, key_at));
+}
+
+template <class KP>
+class MultiwayMerge : public ::testing::Test {};
+using KeyPayloadTypes =
+    ::testing::Types<std::pair<std::int32_t, std::uint32_t>, std::pair<std::uint32_t, std::uint64_t>,
+                     std::pair<std::int64_t, std::uint64_t>, std::pair<std::uint64_t, std::uint32_t>,
+                     std::pair<std::int32_t, std::uint64_t>, std::pair<std::uint64_t, std::uint64_t>>;
+TYPED_TEST_SUITE(MultiwayMerge, KeyPayloadTypes);
+
+#define KP_TYPES                           \
+  using K = typename TypeParam::first_type; \
+  using P = typename TypeParam::second_type
+
+TYPED_TEST(MultiwayMerge, RandomRunsOfUnequalLengths) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  for (std::size_t k : {2, 3, 4, 5, 8, 16, 33, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    check_shape<K, P>(test::random_sizes(rng, k, 4000), [&](std::size_t, std::int64_t) { return any_key(rng); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, FewRowsTakeTheSequentialPath) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  for (std::size_t k : {2, 3, 4, 7}) check_shape<K, P>(test::random_sizes(rng, k, 40), [&](auto, auto) { return any_key(rng); });
+}
+
+TYPED_TEST(MultiwayMerge, DuplicateHeavyKeys) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<int> few(0, 3);
+  for (std::size_t k : {2, 4, 6, 64})
+    check_shape<K, P>(test::random_sizes(rng, k, 3000), [&](auto, auto) { return K(few(rng)); });
+}
+
+TYPED_TEST(MultiwayMerge, AllKeysEqual) {
+  KP_TYPES;
+  for (std::size_t k : {2, 3, 4, 9}) check_shape<K, P>(std::vector<std::int64_t>(k, 2500), [](auto, auto) { return K(7); });
+}
+
+TYPED_TEST(MultiwayMerge, DisjointRangesInRunOrderAndReversed) {
+  KP_TYPES;
+  for (std::size_t k : {2, 3, 4, 12}) {
+    const std::vector<std::int64_t> sizes(k, 1500);
+    check_shape<K, P>(sizes, [](std::size_t r, std::int64_t j) { return K(r * 2000 + j); });
+    check_shape<K, P>(sizes, [k](std::size_t r, std::int64_t j) { return K((k - 1 - r) * 2000 + j); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, PerfectlyInterleavedRuns) {
+  KP_TYPES;
+  for (std::size_t k : {2, 3, 4, 5, 16})
+    check_shape<K, P>(std::vector<std::int64_t>(k, 2000), [k](std::size_t r, std::int64_t j) { return K(j * k + r); });
+}
+
+TYPED_TEST(MultiwayMerge, OneLongRunAndManyShortOnes) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  for (std::size_t k : {2, 4, 20, 64}) {
+    auto sizes = test::random_sizes(rng, k, 3);
+    sizes[k / 2] = 30000;
+    check_shape<K, P>(sizes, [&](auto, auto) { return any_key(rng); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, EmptyRunsAnywhere) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  auto key = [&](auto, auto) { return any_key(rng); };
+  check_shape<K, P>({0, 3000, 0, 2000, 0}, key);  // empty first, last and between
+  check_shape<K, P>({0, 0, 5000, 0}, key);        // a single non-empty run
+  check_shape<K, P>({0, 0, 0}, key);              // nothing at all
+  check_shape<K, P>({1, 0, 1}, key);              // one row each
+  check_shape<K, P>({4000}, key);                 // k = 1
+  check_shape<K, P>({}, key);                     // k = 0
+}
+
+TYPED_TEST(MultiwayMerge, RejectsMoreThan64Runs) {
+  KP_TYPES;
+  std::vector<RunView<K, P>> runs(kMaxRuns + 1);
+  K key{};
+  P payload{};
+  const std::span<const RunView<K, P>> too_many(runs);
+  EXPECT_THROW(multiway_merge(too_many, &key, &payload), Error);
+}
+
+TEST(MultiwayMergeSigned, NegativeKeysSortBeforePositiveOnes) {
+  // Host memory holds signed keys as the user wrote them: the merge must use signed order.
+  const std::vector<std::int64_t> sizes(6, 3000);
+  auto key32 = [](std::size_t r, std::int64_t j) { return std::int32_t((j - 1500) * 1000 + std::int64_t(r)); };
+  auto key64 = [](std::size_t r, std::int64_t j) { return std::int64_t((j - 1500) << 40) + std::int64_t(r); };
+  check_shape<std::int32_t, std::uint32_t>(sizes, key32);
+  check_shape<std::int64_t, std::uint64_t>(sizes, key64);
+  check_shape<std::int64_t, std::uint32_t>(sizes, [](auto, auto) { return std::numeric_limits<std::int64_t>::min(); });
+}
+
+// ---------------------------------------------------------------- DType dispatch
+
+TEST(MultiwayMergeDispatch, MergesEachKeyTypeAndPayloadWidth) {
+  const std::vector<std::int32_t> a{-5, 1, 9}, b{-7, 1, 2, 30};
+  const std::vector<std::uint64_t> pa{10, 11, 12}, pb{20, 21, 22, 23};
+  const std::vector<RawRun> runs{{a.data(), pa.data(), 3}, {b.data(), pb.data(), 4}};
+  std::vector<std::int32_t> keys(7);
+  std::vector<std::uint64_t> payloads(7);
+  multiway_merge(DType::Int32, 8, runs, keys.data(), payloads.data());
+  EXPECT_EQ(keys, (std::vector<std::int32_t>{-7, -5, 1, 1, 2, 9, 30}));
+  EXPECT_EQ(payloads[0], 20u);
+  EXPECT_EQ(payloads[1], 10u);
+  EXPECT_EQ(payloads[6], 23u);
+
+  // Read as uint32, negative keys order after every small positive one (runs sorted that way).
+  const std::vector<std::int32_t> ua{1, 9, -5}, ub{1, 2, 30, -7};
+  const std::vector<RawRun> unsigned_runs{{ua.data(), nullptr, 3}, {ub.data(), nullptr, 4}};
+  multiway_merge(DType::UInt32, 0, unsigned_runs, keys.data(), nullptr);
+  EXPECT_EQ(keys, (std::vector<std::int32_t>{1, 1, 2, 9, 30, -7, -5}));
+}
+
+TEST(MultiwayMergeDispatch, FourBytePayloadsAndEightByteKeys) {
+  const std::vector<std::uint64_t> a{1ull << 40, 3ull << 40}, b{2ull << 40};
+  const std::vector<std::uint32_t> pa{1, 3}, pb{2};
+  const std::vector<RawRun> runs{{a.data(), pa.data(), 2}, {b.data(), pb.data(), 1}};
+  std::vector<std::uint64_t> keys(3);
+  std::vector<std::uint32_t> payloads(3);
+  multiway_merge(DType::UInt64, 4, runs, keys.data(), payloads.data());
+  EXPECT_EQ(keys, (std::vector<std::uint64_t>{1ull << 40, 2ull << 40, 3ull << 40}));
+  EXPECT_EQ(payloads, (std::vector<std::uint32_t>{1, 2, 3}));
+}
+
+TEST(MultiwayMergeDispatch, RejectsFloatKeysAndOddPayloadWidths) {
+  const std::vector<RawRun> runs(2);
+  EXPECT_THROW(multiway_merge(DType::Float32, 4, runs, nullptr, nullptr), Error);
+  EXPECT_THROW(multiway_merge(DType::Int64, 2, runs, nullptr, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace mgjoin::host_merge

@@ -1,0 +1,195 @@
+// Every bad column file gives an InputError whose one-line message names the file; failed writes
+// leave neither a final-named file nor a temporary one behind.
+#include <mgjoin/error.hpp>
+#include <mgjoin/io.hpp>
+
+#include "io_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Runs `f`, expects an InputError whose message names `path` and contains `what`, on one line.
+template <class F>
+void expect_input_error(F&& f, const fs::path& path, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << "no error for " << path;
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path.string()), std::string::npos) << "message does not name the file: " << msg;
+    EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+  }
+}
+
+const std::string kData8(8, '\0');
+
+class BadInput : public TempDirTest {
+ protected:
+  /// Writes a .npy with header dict `dict` and `data`, then expects read_column to fail with `what`.
+  void expect_bad_npy(const std::string& dict, const std::string& data, const std::string& what) {
+    const fs::path path = dir() / "bad.npy";
+    write_file_bytes(path, npy_bytes(1, dict, 64) + data);
+    expect_input_error([&] { read_column(path); }, path, what);
+    expect_input_error([&] { inspect_column_file(path); }, path, what);
+  }
+};
+
+TEST_F(BadInput, MissingFile) {
+  expect_input_error([&] { read_column(dir() / "nope.npy"); }, dir() / "nope.npy", "No such file");
+}
+
+TEST_F(BadInput, DirectoryIsNotAColumnFile) {
+  fs::create_directory(dir() / "sub.npy");
+  expect_input_error([&] { read_column(dir() / "sub.npy"); }, dir() / "sub.npy", "not a regular file");
+}
+
+TEST_F(BadInput, NotNpyBadMagic) {
+  write_file_bytes(dir() / "text.npy", "key,payload\n1,2\n3,4\n");
+  expect_input_error([&] { read_column(dir() / "text.npy"); }, dir() / "text.npy", "bad magic");
+}
+
+TEST_F(BadInput, EmptyFileIsNotNpy) {
+  write_file_bytes(dir() / "empty.npy", "");
+  expect_input_error([&] { read_column(dir() / "empty.npy"); }, dir() / "empty.npy", "bad magic");
+}
+
+TEST_F(BadInput, UnsupportedVersion) {
+  std::string bytes = npy_bytes(1, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", 64) + kData8;
+  bytes[6] = 4;
+  write_file_bytes(dir() / "v4.npy", bytes);
+  expect_input_error([&] { read_column(dir() / "v4.npy"); }, dir() / "v4.npy", "version 4.0");
+}
+
+TEST_F(BadInput, TruncatedData) {
+  expect_bad_npy("{'descr': '<u8', 'fortran_order': False, 'shape': (10,), }", std::string(79, 'x'), "truncated");
+}
+
+TEST_F(BadInput, RowCountBeyondAnyFileSize) {
+  expect_bad_npy("{'descr': '<u8', 'fortran_order': False, 'shape': (4611686018427387905,), }", kData8, "truncated");
+}
+
+TEST_F(BadInput, TruncatedHeader) {
+  const std::string full = npy_bytes(1, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", 64);
+  write_file_bytes(dir() / "cut.npy", full.substr(0, 30));
+  expect_input_error([&] { read_column(dir() / "cut.npy"); }, dir() / "cut.npy", "truncated");
+}
+
+TEST_F(BadInput, TrailingDataAfterTheColumn) {
+  expect_bad_npy("{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", kData8 + "junk", "unexpected data");
+}
+
+TEST_F(BadInput, Float16) {
+  expect_bad_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", kData8, "unsupported dtype '<f2'");
+}
+
+TEST_F(BadInput, BigEndian) {
+  expect_bad_npy("{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", kData8, "big-endian");
+}
+
+TEST_F(BadInput, ObjectArray) {
+  expect_bad_npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", kData8, "unsupported dtype '|O'");
+}
+
+TEST_F(BadInput, OneByteIntegers) {
+  expect_bad_npy("{'descr': '|u1', 'fortran_order': False, 'shape': (8,), }", kData8, "unsupported dtype '|u1'");
+}
+
+TEST_F(BadInput, StructuredArray) {
+  expect_bad_npy("{'descr': [('k', '<u4'), ('v', '<u4')], 'fortran_order': False, 'shape': (1,), }", kData8,
+                 "structured");
+}
+
+TEST_F(BadInput, TwoDimensional) {
+  expect_bad_npy("{'descr': '<u4', 'fortran_order': False, 'shape': (1, 2), }", kData8, "2-D");
+}
+
+TEST_F(BadInput, ZeroDimensional) {
+  expect_bad_npy("{'descr': '<u8', 'fortran_order': False, 'shape': (), }", kData8, "0-D");
+}
+
+TEST_F(BadInput, FortranOrder) {
+  expect_bad_npy("{'descr': '<u8', 'fortran_order': True, 'shape': (1,), }", kData8, "fortran_order");
+}
+
+TEST_F(BadInput, MalformedDict) {
+  expect_bad_npy("{'descr': '<u8', 'fortran_order': False}", kData8, "malformed");
+  expect_bad_npy("not a dict at all", kData8, "malformed");
+}
+
+TEST_F(BadInput, RawWithoutType) {
+  write_file_bytes(dir() / "k.bin", kData8);
+  expect_input_error([&] { read_column(dir() / "k.bin"); }, dir() / "k.bin", "needs its element type");
+}
+
+TEST_F(BadInput, RawSizeNotAMultipleOfTheType) {
+  write_file_bytes(dir() / "k.bin", std::string(12, '\0'));
+  expect_input_error([&] { read_column(dir() / "k.bin", DType::UInt64); }, dir() / "k.bin", "not a multiple of 8");
+}
+
+// ------------------------------------------------------------------------------------ writing
+
+const std::vector<std::uint32_t> kValues{1, 2, 3};
+const ColumnView kView{kValues.data(), 3, DType::UInt32};
+
+TEST_F(BadInput, WriteIntoMissingDirectoryNamesTheFile) {
+  const fs::path path = dir() / "missing" / "key.npy";
+  expect_input_error([&] { write_column(path, kView); }, path, "cannot create");
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(BadInput, WriteBelowARegularFileFails) {
+  write_file_bytes(dir() / "file", "x");
+  const fs::path path = dir() / "file" / "key.npy";
+  expect_input_error([&] { write_column(path, kView); }, path, "cannot create");
+}
+
+TEST_F(BadInput, UncommittedStagedFileLeavesNothing) {
+  {
+    StagedColumnFile staged = stage_column(dir() / "key.npy", kView);
+    EXPECT_TRUE(fs::exists(staged.temp_path()));
+    EXPECT_FALSE(fs::exists(dir() / "key.npy")) << "the final name appears only on commit";
+  }
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(BadInput, CommitAllRenamesEveryFile) {
+  std::vector<StagedColumnFile> files;
+  files.push_back(stage_column(dir() / "a.npy", kView));
+  files.push_back(stage_column(dir() / "b.bin", kView));
+  commit_all(files);
+  auto names = entries();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.npy", "b.bin"}));
+  EXPECT_EQ(read_column(dir() / "b.bin", DType::UInt32).size(), 3);
+}
+
+TEST_F(BadInput, CommitAllRollsBackWhenOneRenameFails) {
+  std::vector<StagedColumnFile> files;
+  files.push_back(stage_column(dir() / "a.npy", kView));
+  files.push_back(stage_column(dir() / "b.npy", kView));
+  fs::create_directory(dir() / "b.npy");  // a non-empty directory cannot be replaced by rename
+  write_file_bytes(dir() / "b.npy" / "x", "x");
+  expect_input_error([&] { commit_all(files); }, dir() / "b.npy", "cannot rename");
+  EXPECT_FALSE(fs::exists(dir() / "a.npy")) << "the first file was renamed back out of sight";
+}
+
+TEST_F(BadInput, PrepareOutputDirectoryCreatesItOrNamesTheOption) {
+  prepare_output_directory(dir() / "new" / "deep", "--out-dir");
+  EXPECT_TRUE(fs::is_directory(dir() / "new" / "deep"));
+  EXPECT_TRUE(fs::is_empty(dir() / "new" / "deep")) << "the write probe is removed";
+  write_file_bytes(dir() / "file", "x");
+  expect_input_error([&] { prepare_output_directory(dir() / "file", "--out-dir"); }, dir() / "file",
+                     "--out-dir");
+  expect_input_error([&] { prepare_output_directory(dir() / "file" / "sub", "--out-dir"); }, dir() / "file" / "sub",
+                     "cannot create the output directory");
+}
+
+}  // namespace
+}  // namespace mgjoin::test

@@ -1,0 +1,135 @@
+// Column files: round trips for every dtype in .npy and raw form, and hand-written numpy headers.
+#include <mgjoin/error.hpp>
+#include <mgjoin/io.hpp>
+
+#include "common/seed.hpp"
+#include "io_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Random bytes of `n` elements of `type` (any bit pattern is a valid element for a round trip).
+HostColumn random_column(DType type, std::int64_t n, std::uint64_t seed) {
+  HostColumn c = HostColumn::allocate(type, n);
+  std::mt19937_64 rng(seed);
+  auto* bytes = static_cast<unsigned char*>(c.data());
+  for (std::size_t i = 0; i < c.bytes(); ++i) bytes[i] = static_cast<unsigned char>(rng());
+  return c;
+}
+
+void expect_same(const HostColumn& expected, const HostColumn& actual) {
+  ASSERT_EQ(actual.type(), expected.type());
+  ASSERT_EQ(actual.size(), expected.size());
+  EXPECT_EQ(std::memcmp(actual.data(), expected.data(), expected.bytes()), 0);
+}
+
+constexpr DType kAllTypes[] = {DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
+
+class RoundTrip : public TempDirTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(RoundTrip, NpyKeepsTypeSizeAndBytes) {
+  const auto seed = announce_seed();
+  for (const std::int64_t n : {0, 1, 7, 100'003}) {
+    const HostColumn c = random_column(GetParam(), n, seed + n);
+    const fs::path path = dir() / "col.npy";
+    write_column(path, c.view());
+    expect_same(c, read_column(path));
+    const ColumnFileInfo info = inspect_column_file(path);
+    EXPECT_EQ(info.format, FileFormat::Npy);
+    EXPECT_EQ(info.data_offset % 64, 0u) << "numpy aligns the data to 64 bytes";
+  }
+}
+
+TEST_P(RoundTrip, RawNeedsTheTypeAndKeepsBytes) {
+  const auto seed = announce_seed();
+  const HostColumn c = random_column(GetParam(), 12'345, seed);
+  const fs::path path = dir() / "col.bin";
+  write_column(path, c.view());
+  EXPECT_EQ(fs::file_size(path), c.bytes()) << "raw files have no header";
+  expect_same(c, read_column(path, GetParam()));
+}
+
+TEST_P(RoundTrip, PinnedRequestFallsBackWithoutDriver) {
+  const HostColumn c = random_column(GetParam(), 1000, announce_seed());
+  const fs::path path = dir() / "col.npy";
+  write_column(path, c.view());
+  expect_same(c, read_column(path, std::nullopt, MemoryKind::Pinned));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, RoundTrip, ::testing::ValuesIn(kAllTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST_F(TempDirTest, LargeColumnRoundTripsThroughParallelIo) {
+  // 80 MB: above the parallel threshold, not a multiple of the block size.
+  const HostColumn c = random_column(DType::UInt64, 10'000'001, announce_seed());
+  const fs::path path = dir() / "big.npy";
+  write_column(path, c.view());
+  expect_same(c, read_column(path));
+}
+
+TEST_F(TempDirTest, WrittenHeaderIsNumpyV1AlignedTo64) {
+  const std::vector<std::uint64_t> v{1, 2, 3};
+  write_column(dir() / "h.npy", ColumnView{v.data(), 3, DType::UInt64});
+  const std::string bytes = read_file_bytes(dir() / "h.npy");
+  ASSERT_GE(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const std::size_t header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  const std::string dict = bytes.substr(10, header_len);
+  EXPECT_NE(dict.find("'descr': '<u8'"), std::string::npos) << dict;
+  EXPECT_NE(dict.find("'fortran_order': False"), std::string::npos) << dict;
+  EXPECT_NE(dict.find("'shape': (3,)"), std::string::npos) << dict;
+  EXPECT_EQ(dict.back(), '\n');
+  EXPECT_EQ(bytes.size(), 10 + header_len + 24);
+}
+
+// Headers as numpy writes them (v1 with the old 16-byte alignment, v2, v3), built here by hand.
+TEST_F(TempDirTest, ReadsHandWrittenV1V2V3Headers) {
+  const std::vector<std::int32_t> values{-5, 0, 7, 2147483647};
+  const std::string data(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  const std::string dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }";
+  for (const int major : {1, 2, 3}) {
+    std::string name = "v";
+    name += std::to_string(major) + ".npy";
+    const fs::path path = dir() / name;
+    write_file_bytes(path, npy_bytes(major, dict, major == 1 ? 16 : 64) + data);
+    const HostColumn c = read_column(path);
+    ASSERT_EQ(c.type(), DType::Int32) << "version " << major;
+    ASSERT_EQ(c.size(), 4);
+    EXPECT_EQ(std::vector<std::int32_t>(c.as<std::int32_t>(), c.as<std::int32_t>() + 4), values);
+  }
+}
+
+TEST_F(TempDirTest, ReadsHeaderVariants) {
+  // Double quotes, no trailing comma, keys in another order, '=' (native) byte order, no spaces.
+  const std::vector<std::uint64_t> values{42, 43};
+  const std::string data(reinterpret_cast<const char*>(values.data()), 16);
+  for (const std::string dict : {"{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<u8\"}",
+                                 "{'descr': '=u8', 'fortran_order': False, 'shape': (2,)}",
+                                 "{'descr':'<u8','fortran_order':False,'shape':(2,)}"}) {
+    write_file_bytes(dir() / "x.npy", npy_bytes(1, dict, 64) + data);
+    const HostColumn c = read_column(dir() / "x.npy");
+    ASSERT_EQ(c.type(), DType::UInt64) << dict;
+    ASSERT_EQ(c.size(), 2) << dict;
+    EXPECT_EQ(c.as<std::uint64_t>()[1], 43u) << dict;
+  }
+}
+
+TEST(FileFormat, ByExtension) {
+  EXPECT_EQ(file_format_of("a/b/key.npy"), FileFormat::Npy);
+  EXPECT_EQ(file_format_of("KEY.NPY"), FileFormat::Npy);
+  EXPECT_EQ(file_format_of("key.bin"), FileFormat::Raw);
+  EXPECT_EQ(file_format_of("key"), FileFormat::Raw);
+  EXPECT_EQ(file_format_of("key.npy.bin"), FileFormat::Raw);
+}
+
+}  // namespace
+}  // namespace mgjoin::test
