@@ -9,15 +9,17 @@
 namespace mgjoin::p2p {
 
 void all_to_all_copy_engines(std::span<const PeerCopy> copies, std::span<const int> devices,
-                             std::span<const cudaStream_t> streams) {
+                             std::span<const cudaStream_t> lanes) {
+  const auto g = devices.size();
+  MGJOIN_EXPECTS(lanes.size() == g * g, "all_to_all_copy_engines needs one lane per (destination, source)");
   for (const auto& c : copies) {
     if (c.bytes == 0) continue;
     DeviceGuard guard(devices[c.dst]);
+    const cudaStream_t lane = lanes[static_cast<std::size_t>(c.dst) * g + static_cast<std::size_t>(c.src)];
     if (c.src == c.dst) {
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDeviceToDevice, streams[c.dst]));
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDeviceToDevice, lane));
     } else {
-      MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(c.dst_ptr, devices[c.dst], c.src_ptr, devices[c.src], c.bytes,
-                                          streams[c.dst]));
+      MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(c.dst_ptr, devices[c.dst], c.src_ptr, devices[c.src], c.bytes, lane));
     }
   }
 }

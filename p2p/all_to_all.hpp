@@ -24,9 +24,11 @@ struct PeerCopy {
   std::size_t bytes = 0;
 };
 
-/// Issues every copy on its destination's stream with the copy engines.
+/// Issues every copy with the copy engines on lane stream lanes[dst * g + src] of its destination
+/// (g = devices.size()): one lane per source, so that a GPU pulls from all its peers at once instead
+/// of one peer after the other.
 void all_to_all_copy_engines(std::span<const PeerCopy> copies, std::span<const int> devices,
-                             std::span<const cudaStream_t> streams);
+                             std::span<const cudaStream_t> lanes);
 
 /// Issues every copy as an NCCL send on the source's stream and receive on the destination's stream,
 /// all in one group (comms.comm(i) is the rank of devices[i]); local copies go on the GPU's stream.

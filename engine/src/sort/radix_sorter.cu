@@ -50,21 +50,63 @@ class RadixSorter final : public ChunksetSorter {
   void refine_spanning(State& st, std::span<const std::size_t> spanning);
   void collect_histograms(State& st, int slots);
   void swap_buckets(State& st, const ExchangePlan& plan);
+  void pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::PeerCopy> copies);
   void sort_and_copy_back(State& st, const ExchangePlan& plan);
 
   Exchange exchange_;
   const p2p::NcclComms* nccl_;
   std::vector<p2p::Event> exchanged_;   // per GPU: its pulls are done (no timing)
   std::vector<p2p::Event> unit_ready_;  // per GPU: last sorted unit may be copied back (no timing)
+  // Copy-engine exchange: per destination GPU one lane stream per source, so all links run at once.
+  std::vector<p2p::Stream> lanes_;       // [dst * g + src]
+  std::vector<p2p::Event> lane_done_;    // [dst * g + src]
+  std::vector<p2p::Event> lanes_start_;  // per GPU: its partition is done (lanes may read and write)
 };
 
 void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
   if (exchanged_.size() == gpus.size()) return;
   exchanged_.clear();
   unit_ready_.clear();
+  lanes_.clear();
+  lane_done_.clear();
+  lanes_start_.clear();
   for (const auto& c : gpus) {
     exchanged_.emplace_back(c.device, false);
     unit_ready_.emplace_back(c.device, false);
+    lanes_start_.emplace_back(c.device, false);
+    for (std::size_t src = 0; src < gpus.size(); ++src) {
+      lanes_.emplace_back(c.device);
+      lane_done_.emplace_back(c.device, false);
+    }
+  }
+}
+
+void RadixSorter::pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::PeerCopy> copies) {
+  const int g = static_cast<int>(gpus.size());
+  std::vector<int> devices;
+  std::vector<cudaStream_t> lanes;
+  for (int d = 0; d < g; ++d) {
+    p2p::DeviceGuard guard(gpus[d].device);
+    devices.push_back(gpus[d].device);
+    lanes_start_[d].record(gpus[d].compute);
+  }
+  // Lane (d, s) starts once both GPU d (its buffer is free) and GPU s (its buckets are written) are ready.
+  for (int d = 0; d < g; ++d) {
+    p2p::DeviceGuard guard(gpus[d].device);
+    for (int s = 0; s < g; ++s) {
+      auto& lane = lanes_[d * g + s];
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, lanes_start_[d], 0));
+      if (s != d) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, lanes_start_[s], 0));
+      lanes.push_back(lane.get());
+    }
+  }
+  p2p::all_to_all_copy_engines(copies, devices, lanes);
+  for (int d = 0; d < g; ++d) {
+    p2p::DeviceGuard guard(gpus[d].device);
+    for (int s = 0; s < g; ++s) {
+      lane_done_[d * g + s].record(lanes_[d * g + s]);
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus[d].compute, lane_done_[d * g + s], 0));
+    }
   }
 }
 
@@ -157,16 +199,13 @@ void RadixSorter::swap_buckets(State& st, const ExchangePlan& plan) {
                           static_cast<std::size_t>(x.count) * layout.payload_bytes});
       if (x.src != x.dst) st.job->bytes_nvlink += static_cast<std::uint64_t>(x.count) * layout.tuple_bytes();
     }
-    std::vector<int> devices;
-    std::vector<cudaStream_t> streams;
-    for (const auto& c : gpus) {
-      devices.push_back(c.device);
-      streams.push_back(c.compute);
-    }
-    if (exchange_ == Exchange::Nccl)
+    if (exchange_ == Exchange::Nccl) {
+      std::vector<cudaStream_t> streams;
+      for (const auto& c : gpus) streams.push_back(c.compute);
       p2p::all_to_all_nccl(copies, *nccl_, streams);
-    else
-      p2p::all_to_all_copy_engines(copies, devices, streams);
+    } else {
+      pull_on_lanes(gpus, copies);
+    }
     // A GPU's secondary buffer becomes the local sort's second buffer: every peer must have read it first.
     for (int d = 0; d < g; ++d) {
       p2p::DeviceGuard guard(gpus[d].device);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs `mgjoin bench` cases on a GPU machine from a carried binary folder (default .devbin):
+# each line of $MGJOIN_CASES (or the arguments) is one bench argument list. Tables go to
+# $OUT/bench.txt, JSON lines to $OUT/bench.jsonl; a one-line summary per case is printed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0
+B=${MGJOIN_BIN:-.devbin}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+run_case() {
+  local args="$1" start=$(date +%s)
+  echo "### mgjoin bench $args   ($(date -u +%FT%TZ), $(hostname))" >> "$OUT/bench.txt"
+  timeout "${MGJOIN_CASE_TIMEOUT:-240}" "$B/mgjoin" bench $args --json > "$OUT/case.json" 2>> "$OUT/bench.txt"
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    python3 -c "import json,sys; j=json.load(open('$OUT/case.json')); j['args']='$args'; print(json.dumps(j))" >> "$OUT/bench.jsonl"
+    python3 - "$OUT/case.json" "$args" <<'PY' | tee -a "$OUT/bench.txt"
+import json, sys
+j = json.load(open(sys.argv[1]))
+ph = " ".join(f"{p['name']}={p['median_seconds']:.3f}" for p in j.get("phases", []) if p['median_seconds'] > 0.0005)
+print(f"{sys.argv[2]}: median {j['median_seconds']:.4f} s of {j['run_seconds']}, {j['count']} matches"
+      f"{' (verified)' if 'verified_count' in j else ''}, {j['median_seconds']/j['pcie_floor_seconds'] if j['pcie_floor_seconds'] else 0:.2f}x floor; {ph}")
+PY
+  else
+    echo "$args: rc=$rc ($(( $(date +%s) - start )) s)" | tee -a "$OUT/bench.txt"
+  fi
+}
+if [ $# -gt 0 ]; then for c in "$@"; do run_case "$c"; done; else
+  while IFS= read -r c; do [ -n "$c" ] && run_case "$c"; done <<< "${MGJOIN_CASES:-}"
+fi
