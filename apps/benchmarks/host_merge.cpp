@@ -281,6 +281,7 @@ void print_json(const std::vector<Row>& rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, even if killed
   const Options o = parse(argc, argv);
   std::vector<Row> rows;
   bench_merge<std::uint64_t, std::uint64_t>(o, std::int64_t{1} << o.log2_n8, rows);

@@ -281,6 +281,7 @@ nlohmann::json bench_one(const Workload& w, int g, const Options& o, HostColumn&
 }  // namespace
 
 int main(int argc, char** argv) try {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, even if killed
   const Options o = parse(argc, argv);
   const int present = p2p::device_count();
   if (present == 0) {

@@ -108,6 +108,7 @@ Options parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, even if killed
   ::setenv("NCCL_NVLS_ENABLE", "0", 1);
   const Options opt = parse(argc, argv);
   int available = 0;

@@ -9,11 +9,19 @@
 #include "topology/tune.hpp"
 #include "topology/tuning_file.hpp"
 
+#include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
+#include <mgjoin/generate.hpp>
 
+#include "engine/src/sort/merge_sort.hpp"
+
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mgjoin::cli {
 
@@ -23,14 +31,48 @@ struct TuneArgs {
   std::string out;            ///< empty: topology::default_tuning_path()
   std::size_t mib = 256;      ///< bytes per copy, MiB
   int repeats = 5;
+  double join_scale = 0.05;   ///< workload B scale of the timed joins; 0 = transfers only
   bool verbose = false;
 };
 
 void progress(const std::string& line) { std::fprintf(stderr, "mgjoin tune: %s\n", line.c_str()); }
 
-// The engine's end-to-end join timing per (set, strategy) plugs in here once it exists
-// (topology::JoinTimer); until then the choice rests on the transfer measurements alone.
-topology::JoinTimer join_timer() { return nullptr; }
+/// Times a count-only join of workload B at `scale` on a GPU set with a strategy: median of 3 after a
+/// warm-up, each run on the same unsorted inputs (restored from a copy, untimed). A strategy that
+/// cannot run on the set (merge on a g that is not a power of two) gets +inf: it is never chosen.
+topology::JoinTimer join_timer(double scale) {
+  if (scale <= 0) return nullptr;
+  struct Data {
+    GeneratedWorkload w;
+    std::vector<std::vector<char>> pristine;
+    std::vector<HostColumn*> columns() { return {&w.r.key, &*w.r.payload, &w.s.key, &*w.s.payload}; }
+  };
+  auto data = std::make_shared<Data>();
+  data->w = generate_workload({.workload = Workload::B, .scale = scale, .seed = 7}, MemoryKind::Pinned);
+  for (HostColumn* c : data->columns()) {
+    const auto* p = static_cast<const char*>(c->data());
+    data->pristine.emplace_back(p, p + c->bytes());
+  }
+  return [data](const std::vector<int>& set, const std::string& strategy) {
+    const bool merge = strategy == "merge";
+    if (merge && !sort::merge_sort_supported(static_cast<int>(set.size()))) return std::numeric_limits<double>::infinity();
+    JoinOptions options;
+    options.gpu_ids = set;
+    options.sort = merge ? SortStrategy::Merge : SortStrategy::Radix;
+    options.output = OutputMode::Count;
+    Engine engine(options);
+    std::vector<double> seconds;
+    for (int run = 0; run < 4; ++run) {
+      const auto columns = data->columns();
+      for (std::size_t i = 0; i < columns.size(); ++i)
+        std::memcpy(columns[i]->data(), data->pristine[i].data(), data->pristine[i].size());
+      const double s = engine.join(data->w.r.view(), data->w.s.view(), options).seconds;
+      if (run > 0) seconds.push_back(s);
+    }
+    std::sort(seconds.begin(), seconds.end());
+    return seconds[seconds.size() / 2];
+  };
+}
 
 void run_tune(const TuneArgs& a) {
   topology::set_verbose(a.verbose || topology::verbose());
@@ -46,7 +88,9 @@ void run_tune(const TuneArgs& a) {
   const auto measured = topology::measure_bandwidths(t, bw);
 
   topology::TuneOptions opt;
-  opt.time_join = join_timer();
+  if (a.join_scale > 0) progress("timing joins of workload B at scale " + std::to_string(a.join_scale) +
+                                  " on the best candidate sets, radix and merge");
+  opt.time_join = join_timer(a.join_scale);
   opt.progress = progress;
   const auto tuning = topology::make_tuning(t, measured, opt);
   const std::string path = a.out.empty() ? topology::default_tuning_path() : a.out;
@@ -66,6 +110,10 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--mib", args->mib, "MiB per measured copy")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "Timed repeats per figure (the median is kept)")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--join-scale", args->join_scale,
+                  "Workload B scale of the timed joins per candidate set and strategy (0: transfers only)")
+      ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", args->verbose, "Explain what the probe could not learn");
   cmd->callback([args] { run_tune(*args); });

@@ -2,6 +2,7 @@
 #include <mgjoin/types.hpp>
 
 #include <cuda_runtime_api.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,6 +32,22 @@ std::optional<DType> parse_dtype(std::string_view n) {
   return std::nullopt;
 }
 
+namespace {
+
+/// Large pageable columns are 2 MiB aligned and ask for transparent huge pages: first touch of fresh
+/// memory costs a page fault per 4 KiB page, which on virtual machines caps filling a new column at
+/// ~0.6 GB/s; huge pages cut the faults 512-fold (a hint: madvise errors are ignored).
+void* allocate_pageable(std::size_t bytes) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  if (bytes < 2 * kHuge) return std::aligned_alloc(64, bytes);
+  const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = std::aligned_alloc(kHuge, rounded);
+  if (p) ::madvise(p, rounded, MADV_HUGEPAGE);
+  return p;
+}
+
+}  // namespace
+
 void HostColumn::Free::operator()(void* p) const {
   if (!p) return;
   if (kind == MemoryKind::Pinned)
@@ -51,7 +68,7 @@ HostColumn HostColumn::allocate(DType type, std::int64_t size, MemoryKind kind) 
     p = nullptr;
     kind = MemoryKind::Pageable;
   }
-  if (!p) p = std::aligned_alloc(64, bytes);
+  if (!p) p = allocate_pageable(bytes);
   if (!p) throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
   c.kind_ = kind;
   c.data_ = std::unique_ptr<void, Free>(p, Free{kind});

@@ -5,7 +5,6 @@
 #include "engine/src/generate/counter_rng.hpp"
 #include "engine/src/generate/key_permutation.hpp"
 #include "engine/src/generate/zipf.hpp"
-#include "engine/src/io/huge_pages.hpp"
 
 #include <omp.h>
 
@@ -165,12 +164,7 @@ void generate_workload_into(const WorkloadSpec& spec, RelationView r, RelationVi
 GeneratedWorkload generate_workload(const WorkloadSpec& spec, MemoryKind memory, const ProgressCallback& progress) {
   const WorkloadShape shape = workload_shape(spec);
   const auto allocate = [&](std::int64_t rows) {
-    Relation rel{HostColumn::allocate(shape.key_type, rows, memory), HostColumn::allocate(shape.payload_type, rows, memory)};
-    if (memory == MemoryKind::Pageable) {
-      detail::advise_huge_pages(rel.key);
-      detail::advise_huge_pages(*rel.payload);
-    }
-    return rel;
+    return Relation{HostColumn::allocate(shape.key_type, rows, memory), HostColumn::allocate(shape.payload_type, rows, memory)};
   };
   GeneratedWorkload w{allocate(shape.r_rows), allocate(shape.s_rows)};
   generate_workload_into(spec, w.r.view(), w.s.view(), progress);

@@ -3,7 +3,6 @@
 #include <mgjoin/io.hpp>
 
 #include "engine/src/io/file_handle.hpp"
-#include "engine/src/io/huge_pages.hpp"
 #include "engine/src/io/npy_header.hpp"
 
 #include <fcntl.h>
@@ -98,7 +97,6 @@ HostColumn read_column(const fs::path& path, std::optional<DType> raw_type, Memo
   const auto file = detail::FileHandle::open_read(path);
   const ColumnFileInfo info = inspect(file, path, raw_type);
   HostColumn column = HostColumn::allocate(info.type, info.size, memory);
-  detail::advise_huge_pages(column);
   file.read_exact(column.data(), column.bytes(), info.data_offset);
   return column;
 }
