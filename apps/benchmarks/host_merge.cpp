@@ -139,6 +139,25 @@ struct Row {
   double zip_gbs, pair_gbs, pair_merge_only_gbs, memcpy_gbs;
 };
 
+void print_header() {
+  std::printf("%-5s %5s %12s %3s %9s %10s %11s %8s %11s %10s\n", "op", "K/P", "tuples", "k", "zip GB/s",
+              "pair GB/s", "pair-merge", "zip/pair", "memcpy GB/s", "zip/memcpy");
+}
+
+/// Rows are printed as they are measured, so a long run killed midway still reports what it has.
+void print_row(const Row& r) {
+  std::printf("%-5s %2d/%-2d %12lld %3d %9.1f %10.1f %11.1f %7.1fx %11.1f %9.0f%%\n", r.op.c_str(), r.key_bytes,
+              r.payload_bytes, static_cast<long long>(r.n), r.k, r.zip_gbs, r.pair_gbs, r.pair_merge_only_gbs,
+              r.zip_gbs / r.pair_gbs, r.memcpy_gbs, r.memcpy_gbs > 0 ? 100.0 * r.zip_gbs / r.memcpy_gbs : 0.0);
+}
+
+void print_footer() {
+  std::printf("threads: %d; GB/s = bytes read + written (2 x tuples x (key + payload bytes)) / time; "
+              "pair GB/s includes allocating and copying into/out of pair arrays, pair-merge is its merge alone\n",
+              omp_get_max_threads());
+}
+
+
 /// The workaround the paper compares against: pair arrays allocated per merge (std::vector, as a
 /// straightforward implementation would), columns copied in, merged, copied back out.
 template <class K, class P>
@@ -212,6 +231,7 @@ void bench_merge(const Options& o, std::int64_t n, std::vector<Row>& rows) {
     rows.push_back({"merge", int(sizeof(K)), int(sizeof(P)), n, k, bytes / zip_s / 1e9,
                     bytes / pair_s[pair_s.size() / 2] / 1e9, bytes / merge_only_s[merge_only_s.size() / 2] / 1e9,
                     bytes / memcpy_s / 1e9});
+    if (!o.json) print_row(rows.back());
   }
 }
 
@@ -251,19 +271,7 @@ void bench_sort(const Options& o, std::vector<Row>& rows) {
   });
   const double bytes = 2.0 * static_cast<double>(n) * (sizeof(K) + sizeof(P));
   rows.push_back({"sort", int(sizeof(K)), int(sizeof(P)), n, 0, bytes / zip_s / 1e9, bytes / pair_s / 1e9, 0, 0});
-}
-
-void print_table(const std::vector<Row>& rows) {
-  std::printf("%-5s %5s %12s %3s %9s %10s %11s %8s %11s %10s\n", "op", "K/P", "tuples", "k", "zip GB/s",
-              "pair GB/s", "pair-merge", "zip/pair", "memcpy GB/s", "zip/memcpy");
-  for (const auto& r : rows) {
-    std::printf("%-5s %2d/%-2d %12lld %3d %9.1f %10.1f %11.1f %7.1fx %11.1f %9.0f%%\n", r.op.c_str(), r.key_bytes,
-                r.payload_bytes, static_cast<long long>(r.n), r.k, r.zip_gbs, r.pair_gbs, r.pair_merge_only_gbs,
-                r.zip_gbs / r.pair_gbs, r.memcpy_gbs, r.memcpy_gbs > 0 ? 100.0 * r.zip_gbs / r.memcpy_gbs : 0.0);
-  }
-  std::printf("threads: %d; GB/s = bytes read + written (2 x tuples x (key + payload bytes)) / time; "
-              "pair GB/s includes allocating and copying into/out of pair arrays, pair-merge is its merge alone\n",
-              omp_get_max_threads());
+  if (!o.json) print_row(rows.back());
 }
 
 void print_json(const std::vector<Row>& rows) {
@@ -284,6 +292,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, even if killed
   const Options o = parse(argc, argv);
   std::vector<Row> rows;
+  if (!o.json) print_header();
   bench_merge<std::uint64_t, std::uint64_t>(o, std::int64_t{1} << o.log2_n8, rows);
   bench_merge<std::uint32_t, std::uint32_t>(o, std::int64_t{1} << o.log2_n4, rows);
   if (o.sort) {
@@ -293,6 +302,6 @@ int main(int argc, char** argv) {
   if (o.json)
     print_json(rows);
   else
-    print_table(rows);
+    print_footer();
   return 0;
 }
