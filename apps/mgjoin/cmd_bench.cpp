@@ -10,6 +10,7 @@
 #include <mgjoin/generate.hpp>
 #include <mgjoin/join.hpp>
 
+#include "host_merge/parallel_copy.hpp"
 #include "p2p/device.hpp"
 
 #include <nlohmann/json.hpp>
@@ -35,19 +36,9 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-void parallel_copy(void* dst, const void* src, std::size_t bytes) {
-  constexpr std::size_t kBlock = 64ull << 20;
-  const auto blocks = static_cast<std::int64_t>((bytes + kBlock - 1) / kBlock);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::size_t begin = static_cast<std::size_t>(b) * kBlock;
-    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, std::min(kBlock, bytes - begin));
-  }
-}
-
 HostColumn copy_of(const HostColumn& c) {
   HostColumn out = HostColumn::allocate(c.type(), c.size(), MemoryKind::Pageable);
-  parallel_copy(out.data(), c.data(), c.bytes());
+  host_merge::parallel_copy(out.data(), c.data(), c.bytes());
   return out;
 }
 
@@ -66,10 +57,10 @@ struct Pristine {
   }
   void restore(GeneratedWorkload& w) const {
     if (!kept) return;
-    parallel_copy(w.r.key.data(), r_key.data(), r_key.bytes());
-    parallel_copy(w.r.payload->data(), r_payload.data(), r_payload.bytes());
-    parallel_copy(w.s.key.data(), s_key.data(), s_key.bytes());
-    parallel_copy(w.s.payload->data(), s_payload.data(), s_payload.bytes());
+    host_merge::parallel_copy(w.r.key.data(), r_key.data(), r_key.bytes());
+    host_merge::parallel_copy(w.r.payload->data(), r_payload.data(), r_payload.bytes());
+    host_merge::parallel_copy(w.s.key.data(), s_key.data(), s_key.bytes());
+    host_merge::parallel_copy(w.s.payload->data(), s_payload.data(), s_payload.bytes());
   }
 };
 

@@ -14,10 +14,10 @@
 #include <mgjoin/generate.hpp>
 
 #include "engine/src/sort/merge_sort.hpp"
+#include "host_merge/parallel_copy.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -31,7 +31,7 @@ struct TuneArgs {
   std::string out;            ///< empty: topology::default_tuning_path()
   std::size_t mib = 256;      ///< bytes per copy, MiB
   int repeats = 5;
-  double join_scale = 0.05;   ///< workload B scale of the timed joins; 0 = transfers only
+  double join_scale = 0.25;   ///< workload B scale of the timed joins (big enough that fixed costs do not decide); 0 = transfers only
   bool verbose = false;
 };
 
@@ -65,7 +65,7 @@ topology::JoinTimer join_timer(double scale) {
     for (int run = 0; run < 4; ++run) {
       const auto columns = data->columns();
       for (std::size_t i = 0; i < columns.size(); ++i)
-        std::memcpy(columns[i]->data(), data->pristine[i].data(), data->pristine[i].size());
+        host_merge::parallel_copy(columns[i]->data(), data->pristine[i].data(), data->pristine[i].size());
       const double s = engine.join(data->w.r.view(), data->w.s.view(), options).seconds;
       if (run > 0) seconds.push_back(s);
     }

@@ -1,6 +1,7 @@
 #include "engine/src/merge_phase.hpp"
 
 #include "host_merge/multiway_merge.hpp"
+#include "host_merge/parallel_copy.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -12,18 +13,6 @@
 
 namespace mgjoin::detail {
 namespace {
-
-/// memcpy split over all threads: one thread cannot saturate host memory bandwidth.
-void parallel_copy(void* dst, const void* src, std::size_t bytes) {
-  constexpr std::size_t kBlock = 64ull << 20;
-  const auto blocks = static_cast<std::int64_t>((bytes + kBlock - 1) / kBlock);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::size_t begin = static_cast<std::size_t>(b) * kBlock;
-    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
-                std::min(kBlock, bytes - begin));
-  }
-}
 
 void grow(HostColumn& column, std::int64_t n, DType type) {
   if (column.size() >= n && column.type() == type) return;
@@ -55,8 +44,8 @@ void merge_phase(RelationView rel, std::span<const sort::RowRange> runs, MergeBu
                              rel.payload ? buffers.payloads.data() : nullptr);
 
   const std::size_t n = static_cast<std::size_t>(rel.size());
-  parallel_copy(rel.key.data, buffers.keys.data(), n * key_bytes);
-  if (rel.payload) parallel_copy(rel.payload->data, buffers.payloads.data(), n * payload_bytes);
+  host_merge::parallel_copy(rel.key.data, buffers.keys.data(), n * key_bytes);
+  if (rel.payload) host_merge::parallel_copy(rel.payload->data, buffers.payloads.data(), n * payload_bytes);
 }
 
 }  // namespace mgjoin::detail
