@@ -7,6 +7,7 @@
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/merge_phase.hpp"
+#include "engine/src/nvtx.hpp"
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
@@ -213,7 +214,9 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
   validate_relations(r, s);
   Impl& e = *impl_;
   const auto start = Clock::now();
+  detail::PhaseRanges ranges;  // NVTX: one profiler range per phase
   const auto progress = [&](const char* phase, double fraction) {
+    if (fraction < 1) ranges.mark(phase);
     if (options.progress) options.progress(phase, fraction);
   };
   const SortStrategy strategy = e.resolve_strategy(options.sort);
