@@ -11,6 +11,7 @@
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
+#include "host_merge/multiway_merge.hpp"
 #include "p2p/device.hpp"
 #include "p2p/nccl_comms.hpp"
 #include "p2p/peer_access.hpp"
@@ -229,6 +230,11 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
                           {s.key.data, s.key.bytes()},
                           {s.payload ? s.payload->data : nullptr, s.payload ? s.payload->bytes() : 0}};
   const sort::SortPlan plan = e.plan(r, s);
+  // The merge phase merges at most kMaxRuns runs per relation: say so before the sort phase runs.
+  MGJOIN_INPUT_EXPECTS(std::max(plan.k_r, plan.k_s) <= static_cast<int>(host_merge::kMaxRuns),
+                       "--gpu-memory-limit: " + std::to_string(e.device_bytes) + " bytes per GPU would cut a relation into " +
+                           std::to_string(std::max(plan.k_r, plan.k_s)) + " chunksets; the merge phase takes at most " +
+                           std::to_string(host_merge::kMaxRuns) + " (raise the limit or use more GPUs)");
   const p2p::NcclComms* comms = e.comms_for(options.exchange);
 
   // Sort phase, then merge phase per relation (k > 1 runs only).
