@@ -93,6 +93,25 @@ TEST(Planner, TooLittleMemoryIsAClearInputError) {
   }
 }
 
+// k_R and k_S are ints: a chunkset count beyond INT_MAX (here 2^32 + 1 chunksets of a minimal chunk)
+// must be refused, not truncated into a plan that covers a sliver of the relation.
+TEST(Planner, ChunksetCountBeyondIntIsRefusedNotTruncated) {
+  std::vector<std::uint64_t> free(1, 10 * GiB);
+  SortPlanInput probe = input(0, 0, free);
+  const std::int64_t pad = kMinChunk + (kMinChunk * 5 + 999) / 1000;  // chunk + ceil(0.005 * chunk)
+  const std::uint64_t just_min_chunk = device_bytes_for_chunk(kMinChunk, 16, probe.sort_temp_bytes(pad));
+  const std::int64_t rows = ((1ll << 32) + 1) * kMinChunk;
+  SortPlan p;
+  try {
+    p = plan_sort(input(rows, 1, free, just_min_chunk));
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--gpu-memory-limit"), std::string::npos) << e.what();
+    return;
+  }
+  // If a plan is returned, it must cover R.
+  EXPECT_GE(static_cast<std::int64_t>(p.k_r) * p.gpus * p.chunk, rows) << "k_r = " << p.k_r;
+}
+
 TEST(Planner, EvenPartsDifferByAtMostOneRow) {
   for (const std::int64_t n : {0ll, 1ll, 2ll, 7ll, 1'000'000'007ll, (1ll << 62) + 3}) {
     for (const std::int64_t parts : {1ll, 3ll, 4ll}) {

@@ -76,7 +76,8 @@ void check_keys(ColumnView r, ColumnView s) {
 
 std::uint64_t subpartition_count(const PairRange& p, const PartitionOptions& o) {
   if (p.size() == 0) return 0;
-  const std::uint64_t by_bound = (p.size() + o.max_subpartition_rows - 1) / o.max_subpartition_rows;
+  const std::uint64_t bound = std::max<std::uint64_t>(1, o.max_subpartition_rows);
+  const std::uint64_t by_bound = p.size() / bound + (p.size() % bound != 0);  // ceil without overflow
   // At least min_subpartitions (three streams), but never more pieces than rows.
   return std::max<std::uint64_t>(1, std::min(p.size(), std::max(by_bound, o.min_subpartitions)));
 }

@@ -4,6 +4,7 @@
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 
@@ -86,8 +87,16 @@ SortPlan plan_sort(const SortPlanInput& in) {
   }
   std::int64_t chunk = hi;
 
-  plan.k_r = static_cast<int>(ceil_div(in.r_size, static_cast<std::int64_t>(g) * chunk));
-  plan.k_s = static_cast<int>(ceil_div(in.s_size, static_cast<std::int64_t>(g) * chunk));
+  // k is an int in the plan: a count beyond it must fail here, not wrap into a plan covering a sliver.
+  const auto chunksets = [&](std::int64_t rows) {
+    const std::int64_t k = ceil_div(rows, static_cast<std::int64_t>(g) * chunk);
+    if (k > INT_MAX)
+      throw InputError("--gpu-memory-limit: " + std::to_string(plan.usable_bytes) + " usable bytes per GPU would need " +
+                       std::to_string(k) + " chunksets of " + std::to_string(chunk) + " tuples");
+    return static_cast<int>(k);
+  };
+  plan.k_r = chunksets(in.r_size);
+  plan.k_s = chunksets(in.s_size);
   // With k chunksets fixed, the even chunk is smaller: shrink it so that no buffer is oversized.
   const int k_max = std::max(plan.k_r, plan.k_s);
   if (k_max > 0) {
