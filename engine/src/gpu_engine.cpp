@@ -8,7 +8,6 @@
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/merge_phase.hpp"
 #include "engine/src/nvtx.hpp"
-#include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
 #include "host_merge/multiway_merge.hpp"
@@ -156,24 +155,10 @@ struct Engine::Impl {
 
   /// The sort plan for this engine's stacks: every GPU's stack is the usable memory.
   sort::SortPlan plan(const RelationView& r, const RelationView& s) const {
-    // plan_sort takes 80% of "free"; hand it the stack capacity scaled up so that it uses all of it.
-    std::vector<std::uint64_t> free(devices.size(),
-                                    static_cast<std::uint64_t>(device_bytes / sort::kDefaultMemoryFraction) + 1);
-    sort::SortPlanInput in;
-    in.r_size = r.size();
-    in.s_size = s.size();
-    in.key_bytes = static_cast<int>(dtype_size(r.key.type));
-    in.r_payload_bytes = r.payload ? static_cast<int>(dtype_size(r.payload->type)) : 0;
-    in.s_payload_bytes = s.payload ? static_cast<int>(dtype_size(s.payload->type)) : 0;
-    in.free_bytes = free;
-    in.gpu_memory_limit = device_bytes;
-    const sort::TupleLayout widest{in.key_bytes, std::max(in.r_payload_bytes, in.s_payload_bytes), false};
-    const int first = devices.front();
-    in.sort_temp_bytes = [&](std::int64_t n) {
-      p2p::DeviceGuard guard(first);
-      return static_cast<std::uint64_t>(sort::local_sort_temp_bytes(widest, n));
-    };
-    return sort::plan_sort(in);
+    // The planner takes 80% of "free"; hand it the stack capacity scaled up so that it uses all of it.
+    const std::vector<std::uint64_t> free(devices.size(),
+                                          static_cast<std::uint64_t>(device_bytes / sort::kDefaultMemoryFraction) + 1);
+    return sort::plan_sort_with_memory(r, s, devices, free, device_bytes);
   }
 
   void reserve_ranges(const RelationView& r, const RelationView& s, OutputMode output) {

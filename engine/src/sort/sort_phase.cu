@@ -140,7 +140,6 @@ int chunksets_for(std::int64_t n, const SortPlan& plan) {
 
 SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const int> devices,
                               std::uint64_t gpu_memory_limit) {
-  MGJOIN_INPUT_EXPECTS(r.key.type == s.key.type, "R and S must have the same key type");
   std::vector<std::uint64_t> free_bytes;
   for (const int d : devices) {
     p2p::DeviceGuard guard(d);
@@ -148,6 +147,12 @@ SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const in
     MGJOIN_CUDA_TRY(cudaMemGetInfo(&free, &total));
     free_bytes.push_back(free);
   }
+  return plan_sort_with_memory(r, s, devices, free_bytes, gpu_memory_limit);
+}
+
+SortPlan plan_sort_with_memory(RelationView r, RelationView s, std::span<const int> devices,
+                               std::span<const std::uint64_t> free_bytes, std::uint64_t gpu_memory_limit) {
+  MGJOIN_INPUT_EXPECTS(r.key.type == s.key.type, "R and S must have the same key type");
   SortPlanInput in;
   in.r_size = r.size();
   in.s_size = s.size();

@@ -30,6 +30,11 @@ struct SortPhaseResult {
 SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const int> devices,
                               std::uint64_t gpu_memory_limit);
 
+/// Plans the sort of R and S for GPUs with the given free bytes each (the engine passes what its
+/// device stacks hold) under gpu_memory_limit (0 = 80% of free); queries CUB's temporary storage.
+SortPlan plan_sort_with_memory(RelationView r, RelationView s, std::span<const int> devices,
+                               std::span<const std::uint64_t> free_bytes, std::uint64_t gpu_memory_limit);
+
 /// Chunksets of a relation of n rows under `plan` (k_R or k_S).
 int chunksets_for(std::int64_t n, const SortPlan& plan);
 
