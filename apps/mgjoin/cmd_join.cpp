@@ -197,7 +197,8 @@ void run_join(const JoinArgs& args) {
   const double read_s = seconds_since(t_read);
 
   const JoinResult result = join(r.view(), s.view(), options);
-  std::fprintf(stderr, "mgjoin: executor: %s\n", result.executor.c_str());
+  std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.executor.c_str(),
+               args.engine.gpus < 0 && !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "");
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
