@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds mgjoin, the benchmarks and the GPU suites here and copies them, stripped, into .devbin
+# (git-ignored, ~20 MB) to be carried to a lent GPU machine, where scripts/device-tests.sh and
+# scripts/device-bench.sh run them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${MGJOIN_BUILD_DIR:-build-lead}
+suites=(alloc topology io join sort cli e2e)
+export PATH="/usr/local/cuda/bin:$PATH"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C "$build" -j "$(nproc)" mgjoin $(for s in "${suites[@]}"; do echo "${s}_gpu_tests"; done) \
+  bench_alloc_stack bench_host_merge bench_join_phase bench_sort_phase
+rm -rf .devbin && mkdir .devbin
+cp "$build"/mgjoin "$build"/bench_* .devbin/
+for s in "${suites[@]}"; do cp "$build/tests/${s}_gpu_tests" .devbin/; done
+strip .devbin/*
+du -sh .devbin
