@@ -79,13 +79,17 @@ struct Summary {
   std::vector<JoinResult> runs;
   std::uint64_t cpu_count = 0;
   bool verified = false;
+  int gpus = 0;  ///< size of the engine's GPU set; 0 for the CPU path
 };
 
-Summary run_bench(BenchArgs& a, const JoinOptions& options, GeneratedWorkload& w, const Pristine& pristine) {
+Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, GeneratedWorkload& w,
+                  const Pristine& pristine) {
   Summary sum;
   std::unique_ptr<Engine> engine;
-  const bool gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && p2p::device_count() > 0;
-  if (gpus) engine = std::make_unique<Engine>(options);
+  if (use_gpus) {
+    engine = std::make_unique<Engine>(options);
+    sum.gpus = static_cast<int>(engine->devices().size());
+  }
   for (int i = 0; i < a.warmup + a.repeat; ++i) {
     pristine.restore(w);
     JoinResult res = engine ? engine->join(w.r.view(), w.s.view(), options) : join(w.r.view(), w.s.view(), options);
@@ -110,7 +114,7 @@ Summary run_bench(BenchArgs& a, const JoinOptions& options, GeneratedWorkload& w
   return sum;
 }
 
-void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum, int gpus_used) {
+void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) {
   const double total = median([&] {
     std::vector<double> v;
     for (const auto& r : sum.runs) v.push_back(r.seconds);
@@ -134,7 +138,7 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum, 
     bytes_nvlink += nvlink[n];
   }
   const double input_bytes = static_cast<double>(shape.bytes());
-  const double h2d = a.h2d_gbps > 0 ? a.h2d_gbps : default_h2d_gbps(gpus_used);
+  const double h2d = a.h2d_gbps > 0 ? a.h2d_gbps : default_h2d_gbps(sum.gpus);
   const double floor = h2d > 0 ? input_bytes / (h2d * 1e9) : 0;
   const double tuples = static_cast<double>(shape.r_rows + shape.s_rows);
   const auto& last = sum.runs.back();
@@ -213,14 +217,10 @@ void add_bench_command(CLI::App& app) {
     if (!a.json) options.progress = terminal_progress();
 
     const WorkloadShape shape = workload_shape(spec);
-    const bool gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && p2p::device_count() > 0;
-    GeneratedWorkload w = generate_workload(spec, gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
+    const bool use_gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && p2p::device_count() > 0;
+    GeneratedWorkload w = generate_workload(spec, use_gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
     const Pristine pristine(w, a.warmup + a.repeat > 1 || a.verify);
-    const Summary sum = run_bench(a, options, w, pristine);
-    const int gpus_used = gpus ? (options.gpu_ids.empty() ? (options.gpus < 0 ? p2p::device_count() : options.gpus)
-                                                          : static_cast<int>(options.gpu_ids.size()))
-                               : 0;
-    report(a, shape, sum, gpus_used);
+    report(a, shape, run_bench(a, options, use_gpus, w, pristine));
   });
 }
 

@@ -14,10 +14,9 @@
 namespace mgjoin::detail {
 namespace {
 
+/// The merge writes raw bytes into the buffer, so only its byte capacity matters.
 void grow(HostColumn& column, std::int64_t n, DType type) {
-  if (column.size() >= n && column.type() == type) return;
-  if (column.bytes() >= static_cast<std::size_t>(n) * dtype_size(type) && dtype_size(column.type()) == dtype_size(type))
-    return;
+  if (column.bytes() >= static_cast<std::size_t>(n) * dtype_size(type)) return;
   column = HostColumn::allocate(type, n, MemoryKind::Pageable);
 }
 

@@ -8,6 +8,7 @@
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
 
+#include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 
 #include <omp.h>
@@ -26,16 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-void check_relations(const RelationView& r, const RelationView& s) {
-  MGJOIN_INPUT_EXPECTS(r.key.type == s.key.type, "R and S keys differ in type (" +
-                                                     std::string(dtype_name(r.key.type)) + " vs " +
-                                                     std::string(dtype_name(s.key.type)) + ")");
-  MGJOIN_INPUT_EXPECTS(is_key_dtype(r.key.type), "key type " + std::string(dtype_name(r.key.type)) +
-                                                     " is not supported: keys must be int32, uint32, int64 or uint64");
-  MGJOIN_INPUT_EXPECTS(!r.payload || r.payload->size == r.key.size, "R payload length differs from R key length");
-  MGJOIN_INPUT_EXPECTS(!s.payload || s.payload->size == s.key.size, "S payload length differs from S key length");
-}
 
 /// Matching ranges in a buffer filled in parallel (a std::vector would zero it on one thread first).
 struct RangeBuffer {
@@ -102,7 +93,7 @@ std::uint64_t sort_scratch_bytes(const RelationView& rel) {
 }  // namespace
 
 JoinResult cpu_join(RelationView r, RelationView s, const JoinOptions& options) {
-  check_relations(r, s);
+  validate_relations(r, s);
   const auto start = Clock::now();
   const int threads = omp_get_max_threads();
   JoinResult result;
