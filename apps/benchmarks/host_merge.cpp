@@ -1,10 +1,11 @@
 // Merge-phase benchmark (paper Section 3.2.2): __gnu_parallel::multiway_merge of k sorted runs on zip
 // iterators vs the pair-copy workaround (copy columns into std::pair arrays, merge, copy out), in GB/s
 // of bytes read plus written, next to parallel memcpy bandwidth measured in the same run. Optionally
-// (--sort) __gnu_parallel::sort on zip iterators vs on a pair array, for the CPU join path.
+// (--sort) __gnu_parallel::sort on zip iterators vs on a pair array, for the CPU join path; --no-pair
+// skips the pair-copy columns (they need 2 extra arrays of n pairs; they then read 0).
 //
-//   bench_host_merge [--log2-n8 30] [--log2-n4 31] [--ks 2,4,8,16] [--reps 3] [--sort] [--log2-sort 27]
-//                    [--json]
+//   bench_host_merge [--log2-n8 30] [--log2-n4 31] [--ks 2,4,8,16] [--reps 3] [--no-pair] [--sort]
+//                    [--log2-sort 27] [--json]
 #include <omp.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@ struct Options {
   int log2_n4 = 31;  // tuples of 4-byte keys and payloads
   std::vector<int> ks{2, 4, 8, 16};
   int reps = 3;
+  bool pair = true;
   bool sort = false;
   int log2_sort = 27;
   bool json = false;
@@ -40,7 +42,7 @@ struct Options {
 [[noreturn]] void usage(const char* bad) {
   std::fprintf(stderr,
                "bench_host_merge: bad option '%s'\nusage: bench_host_merge [--log2-n8 N] [--log2-n4 N] "
-               "[--ks 2,4,8,16] [--reps N] [--sort] [--log2-sort N] [--json]\n",
+               "[--ks 2,4,8,16] [--reps N] [--no-pair] [--sort] [--log2-sort N] [--json]\n",
                bad);
   std::exit(2);
 }
@@ -55,6 +57,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--reps") o.reps = std::max(1, std::stoi(value()));
     else if (a == "--log2-sort") o.log2_sort = std::stoi(value());
     else if (a == "--sort") o.sort = true;
+    else if (a == "--no-pair") o.pair = false;
     else if (a == "--json") o.json = true;
     else if (a == "--ks") {
       o.ks.clear();
@@ -145,46 +148,87 @@ void print_header() {
 }
 
 /// Rows are printed as they are measured, so a long run killed midway still reports what it has.
+/// A pair column that was not measured (--no-pair) reads 0.0, its ratio "-".
 void print_row(const Row& r) {
-  std::printf("%-5s %2d/%-2d %12lld %3d %9.1f %10.1f %11.1f %7.1fx %11.1f %9.0f%%\n", r.op.c_str(), r.key_bytes,
-              r.payload_bytes, static_cast<long long>(r.n), r.k, r.zip_gbs, r.pair_gbs, r.pair_merge_only_gbs,
-              r.zip_gbs / r.pair_gbs, r.memcpy_gbs, r.memcpy_gbs > 0 ? 100.0 * r.zip_gbs / r.memcpy_gbs : 0.0);
+  char ratio[16] = "       -";
+  if (r.pair_gbs > 0) std::snprintf(ratio, sizeof ratio, "%7.1fx", r.zip_gbs / r.pair_gbs);
+  std::printf("%-5s %2d/%-2d %12lld %3d %9.1f %10.1f %11.1f %8s %11.1f %9.0f%%\n", r.op.c_str(), r.key_bytes,
+              r.payload_bytes, static_cast<long long>(r.n), r.k, r.zip_gbs, r.pair_gbs, r.pair_merge_only_gbs, ratio,
+              r.memcpy_gbs, r.memcpy_gbs > 0 ? 100.0 * r.zip_gbs / r.memcpy_gbs : 0.0);
 }
 
 void print_footer() {
   std::printf("threads: %d; GB/s = bytes read + written (2 x tuples x (key + payload bytes)) / time; "
-              "pair GB/s includes allocating and copying into/out of pair arrays, pair-merge is its merge alone\n",
+              "pair GB/s includes the parallel copies into/out of pre-allocated pair arrays, "
+              "pair-merge is its merge alone\n",
               omp_get_max_threads());
 }
 
 
-/// The workaround the paper compares against: pair arrays allocated per merge (std::vector, as a
-/// straightforward implementation would), columns copied in, merged, copied back out.
+/// The workaround the paper compares against: columns copied into pair arrays, merged, copied back
+/// out. The pair arrays are allocated once per size and first-touched in parallel outside the timed
+/// region (allocating them per merge zero-fills on one thread: ~2 GB/s, which measured the allocator).
 template <class K, class P>
-double pair_copy_merge(const std::vector<RunView<K, P>>& runs, K* out_keys, P* out_payloads, double* merge_only) {
+class PairCopyMerge {
+ public:
   using Pair = std::pair<K, P>;
-  const auto n = total_size(std::span<const RunView<K, P>>(runs));
-  return seconds_of([&] {
-    std::vector<Pair> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+
+  explicit PairCopyMerge(std::int64_t n) : in_(parallel_array<Pair>(n)), out_(parallel_array<Pair>(n)), n_(n) {}
+
+  /// Seconds for copy-in + merge + copy-out; *merge_only gets the merge's share.
+  double run(const std::vector<RunView<K, P>>& runs, K* out_keys, P* out_payloads, double* merge_only) {
+    return seconds_of([&] {
+      auto seqs = copy_in(runs);  // the merge advances the sequences
+      *merge_only = seconds_of([&] {
+        __gnu_parallel::multiway_merge(seqs.begin(), seqs.end(), out_.get(), n_,
+                                       [](const Pair& a, const Pair& b) { return a.first < b.first; },
+                                       __gnu_parallel::parallel_tag(omp_get_max_threads()));
+      });
+      copy_out(out_keys, out_payloads);
+    });
+  }
+
+ private:
+  std::vector<std::pair<Pair*, Pair*>> copy_in(const std::vector<RunView<K, P>>& runs) {
     std::vector<std::pair<Pair*, Pair*>> seqs;
     std::int64_t offset = 0;
     for (const auto& r : runs) {
-      Pair* base = in.data() + offset;
+      Pair* base = in_.get() + offset;
 #pragma omp parallel for schedule(static)
       for (std::int64_t i = 0; i < r.size; ++i) base[i] = {r.keys[i], r.payloads[i]};
       seqs.emplace_back(base, base + r.size);
       offset += r.size;
     }
-    *merge_only = seconds_of([&] {
-      __gnu_parallel::multiway_merge(seqs.begin(), seqs.end(), out.data(), n,
-                                     [](const Pair& a, const Pair& b) { return a.first < b.first; });
-    });
+    return seqs;
+  }
+
+  void copy_out(K* out_keys, P* out_payloads) {
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-      out_keys[i] = out[static_cast<std::size_t>(i)].first;
-      out_payloads[i] = out[static_cast<std::size_t>(i)].second;
+    for (std::int64_t i = 0; i < n_; ++i) {
+      out_keys[i] = out_[i].first;
+      out_payloads[i] = out_[i].second;
     }
-  });
+  }
+
+  std::unique_ptr<Pair[]> in_, out_;
+  std::int64_t n_;
+};
+
+/// Median seconds of `reps` pair-copy merges (after a warm-up) and, in *merge_only, of their merges.
+template <class K, class P>
+double median_pair_copy_merge(int reps, PairCopyMerge<K, P>& pairs, const std::vector<RunView<K, P>>& runs,
+                              K* out_keys, P* out_payloads, double* merge_only) {
+  std::vector<double> total_s, merge_s;
+  double m = 0;
+  pairs.run(runs, out_keys, out_payloads, &m);  // warm-up
+  for (int i = 0; i < reps; ++i) {
+    total_s.push_back(pairs.run(runs, out_keys, out_payloads, &m));
+    merge_s.push_back(m);
+  }
+  std::sort(total_s.begin(), total_s.end());
+  std::sort(merge_s.begin(), merge_s.end());
+  *merge_only = merge_s[merge_s.size() / 2];
+  return total_s[total_s.size() / 2];
 }
 
 template <class K>
@@ -199,6 +243,8 @@ template <class K, class P>
 void bench_merge(const Options& o, std::int64_t n, std::vector<Row>& rows) {
   auto in_k = parallel_array<K>(n), out_k = parallel_array<K>(n);
   auto in_p = parallel_array<P>(n), out_p = parallel_array<P>(n);
+  std::unique_ptr<PairCopyMerge<K, P>> pairs;
+  if (o.pair) pairs = std::make_unique<PairCopyMerge<K, P>>(n);
   const double bytes = 2.0 * static_cast<double>(n) * (sizeof(K) + sizeof(P));
   const double memcpy_s = median_seconds(o.reps, [&] {
     parallel_copy(in_k.get(), out_k.get(), n);
@@ -219,17 +265,14 @@ void bench_merge(const Options& o, std::int64_t n, std::vector<Row>& rows) {
       std::fprintf(stderr, "bench_host_merge: zip merge output is not sorted (k=%d)\n", k);
       std::exit(1);
     }
-    std::vector<double> pair_s, merge_only_s;
-    double merge_only = 0;
-    pair_copy_merge(runs, out_k.get(), out_p.get(), &merge_only);  // warm-up
-    for (int i = 0; i < o.reps; ++i) {
-      pair_s.push_back(pair_copy_merge(runs, out_k.get(), out_p.get(), &merge_only));
-      merge_only_s.push_back(merge_only);
+    double pair_gbs = 0, merge_only_gbs = 0;  // 0: not measured (--no-pair)
+    if (pairs) {
+      double merge_only_s = 0;
+      const double pair_s = median_pair_copy_merge(o.reps, *pairs, runs, out_k.get(), out_p.get(), &merge_only_s);
+      pair_gbs = bytes / pair_s / 1e9;
+      merge_only_gbs = bytes / merge_only_s / 1e9;
     }
-    std::sort(pair_s.begin(), pair_s.end());
-    std::sort(merge_only_s.begin(), merge_only_s.end());
-    rows.push_back({"merge", int(sizeof(K)), int(sizeof(P)), n, k, bytes / zip_s / 1e9,
-                    bytes / pair_s[pair_s.size() / 2] / 1e9, bytes / merge_only_s[merge_only_s.size() / 2] / 1e9,
+    rows.push_back({"merge", int(sizeof(K)), int(sizeof(P)), n, k, bytes / zip_s / 1e9, pair_gbs, merge_only_gbs,
                     bytes / memcpy_s / 1e9});
     if (!o.json) print_row(rows.back());
   }

@@ -4,8 +4,10 @@
 // of value_type in three places; each is replaced here for ZipIterator only, nothing else changes:
 //   1. _GuardedIterator/_UnguardedIterator (k = 3, 4) return value_type& from *it: specialized to
 //      return the proxy.
-//   2. the k >= 5 loser-tree driver takes &*it as a filler for exhausted runs: specialized to use a
-//      value-initialized filler (its content is never compared: exhausted runs carry the sup flag).
+//   2. the k >= 5 per-thread kernel: for KeyLess (our merges) replaced by detail::KeyLoserTree
+//      (key_loser_tree.hpp: nodes of run index + key, no tuple copies, no sup-flag tests); any other
+//      comparator, or Stable, keeps libstdc++'s _LoserTree, whose &*it filler for exhausted runs
+//      becomes a value-initialized one (never compared: exhausted runs carry the sup flag).
 //   3. the exact splitting (multiseq_partition) keeps pointers to elements: an ADL overload splits on
 //      the key column alone, where elements have addresses; splitting needs only key order.
 // Limitation: __gnu_parallel::multiway_merge evaluates *(seqs[0].second) as an unused sentinel, which
@@ -17,12 +19,18 @@
 #include <parallel/multiseq_selection.h>
 #include <parallel/multiway_merge.h>
 
+#include <algorithm>
+#include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "host_merge/detail/key_loser_tree.hpp"
 
 namespace mgjoin::host_merge {
 
 template <class K, class P> class ZipIterator;
+struct KeyLess;
 
 namespace detail {
 
@@ -53,6 +61,38 @@ Out loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end, Out targe
       tree.__delete_min_insert(*seq.first, false);
   }
   return target;
+}
+
+/// The k >= 5 kernel for KeyLess: drops the empty runs (the guard run, and per-thread pieces that the
+/// splitter left empty), then merges the rest on a KeyLoserTree. Advances each sequence's begin, as
+/// libstdc++'s kernels do. nullopt (nothing done) when more runs are live than the tree takes.
+template <class K, class P, class Diff>
+std::optional<ZipIterator<K, P>> key_loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end,
+                                                      ZipIterator<K, P> target, Diff length) {
+  using Tree = KeyLoserTree<K, P>;
+  typename Tree::Cursor runs[kKeyLoserTreeMaxLeaves];
+  ZipSeq<K, P>* seq_of[kKeyLoserTreeMaxLeaves];
+  int m = 0;
+  std::int64_t total = 0;
+  for (auto* s = seqs_begin; s != seqs_end; ++s) {
+    if (s->first == s->second) continue;
+    if (m == kKeyLoserTreeMaxLeaves) return std::nullopt;
+    runs[m] = {s->first.keys(), s->first.payloads(), s->second.keys()};
+    seq_of[m++] = s;
+    total += s->second - s->first;
+  }
+  const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(length), total);
+  if (n <= 0) return target;
+  if (m == 1) {  // one live run: a copy
+    std::copy(runs[0].key, runs[0].key + n, target.keys());
+    std::copy(runs[0].payload, runs[0].payload + n, target.payloads());
+    seq_of[0]->first += n;
+    return target + n;
+  }
+  Tree tree(runs, m);
+  tree.merge(target.keys(), target.payloads(), n);
+  for (int i = 0; i < m; ++i) seq_of[i]->first += tree.cursor(i).key - runs[i].key;
+  return target + n;
 }
 
 }  // namespace detail
@@ -138,6 +178,12 @@ struct __multiway_merge_k_variant_sentinel_switch<false, Stable, mgjoin::host_me
 
   Out operator()(Seq* seqs_begin, Seq* seqs_end, Out target, const Value& /*sentinel*/, Diff length,
                  Compare comp) {
+    // Our merges are unstable, KeyLess-ordered, into a zip output of the same column types.
+    if constexpr (!Stable && std::is_integral_v<K> && std::is_same_v<Compare, mgjoin::host_merge::KeyLess> &&
+                  std::is_same_v<Out, mgjoin::host_merge::ZipIterator<K, P>>) {
+      if (auto end = mgjoin::host_merge::detail::key_loser_tree_merge(seqs_begin, seqs_end, target, length))
+        return *end;
+    }
     return mgjoin::host_merge::detail::loser_tree_merge<_LoserTree<Stable, Value, Compare>>(
         seqs_begin, seqs_end, target, length, comp);
   }

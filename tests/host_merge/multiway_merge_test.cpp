@@ -166,6 +166,121 @@ TYPED_TEST(MultiwayMerge, RejectsMoreThan64Runs) {
   EXPECT_THROW(multiway_merge(too_many, &key, &payload), Error);
 }
 
+// ---------------------------------------------------------------- k >= 5: the per-thread loser tree
+// Each thread of __gnu_parallel::multiway_merge merges its pieces of k >= 5 runs with
+// detail::KeyLoserTree (one thread: all of them, plus the empty guard run). Its cliffs: tree sizes
+// that are not powers of two, runs exhausted while others hold the numeric max key (the value that
+// exhausted leaves hold), and pieces left empty by the splitter.
+
+/// k = 5..17 (every padding of the tree up to 32 leaves), then larger powers of two and neighbours.
+std::vector<std::size_t> many_run_counts() {
+  std::vector<std::size_t> ks;
+  for (std::size_t k = 5; k <= 17; ++k) ks.push_back(k);
+  for (std::size_t k : {31, 32, 33, 63, 64}) ks.push_back(k);
+  return ks;
+}
+
+TYPED_TEST(MultiwayMerge, ManyRunsRandom) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  for (std::size_t k : many_run_counts()) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    check_shape<K, P>(test::random_sizes(rng, k, 1500), [&](auto, auto) { return any_key(rng); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, ManyRunsDuplicateHeavy) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<int> few(0, 2);
+  for (std::size_t k : {5, 8, 16, 23, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    check_shape<K, P>(test::random_sizes(rng, k, 2000), [&](auto, auto) { return K(few(rng)); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, ManyRunsAllKeysAtTheNumericLimits) {
+  // Max is the key that exhausted leaves hold: real max keys must still all come out.
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  for (std::size_t k : {5, 8, 13, 16, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    const auto sizes = test::random_sizes(rng, k, 1200);
+    check_shape<K, P>(sizes, [](auto, auto) { return std::numeric_limits<K>::max(); });
+    check_shape<K, P>(sizes, [](auto, auto) { return std::numeric_limits<K>::min(); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, ManyRunsEndingInMaxKeysWhileOthersRunOut) {
+  // Half the runs end in a block of max keys, the others are exhausted long before: the tree sees
+  // max-keyed live runs tie with exhausted leaves, at every thread count's split points.
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> small(std::numeric_limits<K>::min(), K(100));
+  std::bernoulli_distribution coin(0.3);
+  for (std::size_t k : {5, 8, 16, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    check_shape<K, P>(test::random_sizes(rng, k, 1500), [&](std::size_t r, std::int64_t) {
+      return r % 2 == 0 && coin(rng) ? std::numeric_limits<K>::max() : small(rng);
+    });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, ManyRunsDisjointAndInterleaved) {
+  KP_TYPES;
+  for (std::size_t k : {5, 8, 16, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    const std::vector<std::int64_t> sizes(k, 400);
+    check_shape<K, P>(sizes, [](std::size_t r, std::int64_t j) { return K(r * 500 + j); });
+    check_shape<K, P>(sizes, [k](std::size_t r, std::int64_t j) { return K((k - 1 - r) * 500 + j); });
+    check_shape<K, P>(sizes, [k](std::size_t r, std::int64_t j) { return K(j * k + r); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, ManyRunsOneLongAndManyShort) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  for (std::size_t k : {5, 8, 16, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    auto sizes = test::random_sizes(rng, k, 3);
+    sizes[k - 1] = 20000;
+    check_shape<K, P>(sizes, [&](auto, auto) { return any_key(rng); });
+  }
+}
+
+TYPED_TEST(MultiwayMerge, ManyRunsWithEmptyRunsMixedIn) {
+  // Live runs left after dropping the empty ones: 1 (a copy), 2, 4, 5 and 9 (tree sizes 2, 4, 8, 16).
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  auto key = [&](auto, auto) { return any_key(rng); };
+  for (std::size_t live : {1, 2, 4, 5, 9}) {
+    for (std::size_t k : {std::size_t{8}, std::size_t{64}}) {
+      if (live > k) continue;
+      SCOPED_TRACE("k=" + std::to_string(k) + " live=" + std::to_string(live));
+      std::vector<std::int64_t> sizes(k, 0);
+      for (std::size_t i = 0; i < live; ++i) sizes[(i * 7 + 3) % k] = 1000 + std::int64_t(i) * 37;
+      check_shape<K, P>(sizes, key);
+    }
+  }
+}
+
+TEST(MultiwayMergeSigned, ManyRunsOfNegativeAndPositiveKeys) {
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<std::int64_t> around_zero(-1000, 1000);
+  for (std::size_t k : {5, 8, 16, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    const auto sizes = test::random_sizes(rng, k, 1500);
+    check_shape<std::int32_t, std::uint64_t>(sizes, [&](auto, auto) { return std::int32_t(around_zero(rng)); });
+    check_shape<std::int64_t, std::uint32_t>(sizes, [&](auto, auto) { return around_zero(rng) << 40; });
+    check_shape<std::int64_t, std::uint64_t>(sizes, [&](std::size_t r, std::int64_t) {
+      return r % 3 == 0 ? std::numeric_limits<std::int64_t>::min() : around_zero(rng);
+    });
+  }
+}
+
 TEST(MultiwayMergeSigned, NegativeKeysSortBeforePositiveOnes) {
   // Host memory holds signed keys as the user wrote them: the merge must use signed order.
   const std::vector<std::int64_t> sizes(6, 3000);
