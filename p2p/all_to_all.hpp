@@ -30,8 +30,12 @@ struct PeerCopy {
 void all_to_all_copy_engines(std::span<const PeerCopy> copies, std::span<const int> devices,
                              std::span<const cudaStream_t> lanes);
 
+/// Copies posted per NCCL group by all_to_all_nccl (each one send and one receive).
+inline constexpr std::size_t kNcclCopiesPerGroup = 64;
+
 /// Issues every copy as an NCCL send on the source's stream and receive on the destination's stream,
-/// all in one group (comms.comm(i) is the rank of devices[i]); local copies go on the GPU's stream.
+/// in groups of kNcclCopiesPerGroup copies (comms.comm(i) is the rank of devices[i]); local copies go
+/// on the GPU's stream.
 void all_to_all_nccl(std::span<const PeerCopy> copies, const NcclComms& comms, std::span<const cudaStream_t> streams);
 
 }  // namespace mgjoin::p2p

@@ -6,6 +6,7 @@
 //                                                      (10^8 x 10^9, 4-byte keys) on g = 1, 2, 4
 //   bench_join_phase --workload B --scale 0.1 --gpus 1,2 --output count --timeline --json
 #include "alloc/stack_allocator.hpp"
+#include "apps/benchmarks/pcie_rate.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "p2p/device.hpp"
 
@@ -44,7 +45,7 @@ struct Options {
   std::vector<int> gpu_counts{1, 2, 4};
   OutputMode output = OutputMode::Ranges;
   std::uint64_t sub_rows = 1ull << 26;  // bound on |R_ij| + |S_ij| (512 MiB of 8-byte keys)
-  double gpu_gib = 4, range_gib = 40;
+  double gpu_gib = 4, range_gib = 8;  // range_gib: mapped pinned range memory per GPU
   int repeats = 3;
   bool json = false, timeline = false;
 };
@@ -53,7 +54,7 @@ struct Options {
   std::fprintf(stderr,
                "bench_join_phase: %s\n"
                "options: --workload A|B (repeatable) --scale F --r-rows N --s-rows N --gpus 1,2,4\n"
-               "         --output count|ranges --sub-rows N --gpu-gib G --range-gib G --repeats N\n"
+               "         --output count|ranges --sub-rows N --gpu-gib G --range-gib G (per GPU) --repeats N\n"
                "         --timeline --json\n",
                msg);
   std::exit(2);
@@ -140,32 +141,6 @@ void generate_sorted(HostColumn& r, HostColumn& s) {
   });
 }
 
-/// Seconds for all g GPUs to copy `bytes_per_gpu` of pinned memory host-to-device at once (median of 3).
-double measured_h2d_seconds(const std::vector<int>& devices, const std::byte* src, std::uint64_t bytes_per_gpu,
-                            std::vector<alloc::DeviceStackAllocator*>& memory) {
-  std::vector<double> times;
-  for (int rep = 0; rep < 4; ++rep) {
-    std::vector<std::thread> pool;
-    std::vector<double> seconds(devices.size());
-    for (std::size_t g = 0; g < devices.size(); ++g)
-      pool.emplace_back([&, g] {
-        p2p::DeviceGuard guard(devices[g]);
-        alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator> dst(*memory[g], bytes_per_gpu);
-        p2p::Stream stream(devices[g]);
-        p2p::Event begin(devices[g]), end(devices[g]);
-        begin.record(stream);
-        MGJOIN_CUDA_TRY(cudaMemcpyAsync(dst.data(), src, bytes_per_gpu, cudaMemcpyHostToDevice, stream));
-        end.record(stream);
-        end.synchronize();
-        seconds[g] = end.elapsed_ms_since(begin) / 1e3;
-      });
-    for (auto& t : pool) t.join();
-    if (rep > 0) times.push_back(*std::max_element(seconds.begin(), seconds.end()));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 struct Run {
   double partition = 0, gpu = 0, ranges = 0, total = 0;
   double h2d_busy = 0, kernel_busy = 0, span = 0;  // per GPU, the slowest GPU's
@@ -231,15 +206,21 @@ nlohmann::json bench_one(const Workload& w, int g, const Options& o, HostColumn&
     stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, static_cast<std::size_t>(o.gpu_gib * (1ull << 30))));
     memory.push_back(stacks.back().get());
   }
+  // Each GPU's ranges land in its own mapped pinned stack; ranges beyond it are redone on the CPU.
   const std::size_t range_bytes = o.output == OutputMode::Count ? (1 << 20) : static_cast<std::size_t>(o.range_gib * (1ull << 30));
-  alloc::PinnedStackAllocator range_memory(range_bytes, true);
+  std::vector<std::unique_ptr<alloc::PinnedStackAllocator>> range_stacks;
+  std::vector<alloc::PinnedStackAllocator*> range_memory;
+  for (int d = 0; d < g; ++d) {
+    range_stacks.push_back(std::make_unique<alloc::PinnedStackAllocator>(range_bytes, true));
+    range_memory.push_back(range_stacks.back().get());
+  }
 
   const std::uint64_t key_bytes = r.bytes() + s.bytes();
   // The floor: every key crosses PCIe once at the rate all g GPUs reach together (measured now).
-  const HostColumn& larger = r.bytes() >= s.bytes() ? r : s;
+  HostColumn& larger = r.bytes() >= s.bytes() ? r : s;
   const std::uint64_t probe = std::max<std::uint64_t>(1, std::min<std::uint64_t>(1ull << 30, larger.bytes()));
   const double h2d_rate = static_cast<double>(probe) * g /
-                          measured_h2d_seconds(devices, static_cast<const std::byte*>(larger.data()), probe, memory);
+                          bench::measured_copy_seconds(devices, larger.as<std::byte>(), probe, memory, cudaMemcpyHostToDevice);
   const double floor = static_cast<double>(key_bytes) / h2d_rate;
 
   detail::JoinPhaseOptions options;

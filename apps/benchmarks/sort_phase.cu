@@ -1,8 +1,13 @@
 // Sort phase alone (paper, Section 3.1): inputs in pinned host memory, each part and the total against
-// the PCIe floor (H2D + D2H of the relation at the measured link rates). Median of 3 after a warm-up.
+// the PCIe floor: H2D + D2H of the relation at DEVICE.md's link rates ("floor"), and at the rates all
+// g GPUs reach together in this run ("measured"). Median of 3 after a warm-up.
 //   bench_sort_phase                       workload B (10^9, 8/8) and A (2·10^9, 4/4) on g = 1, 2, 4
-//   bench_sort_phase --tuples 1e8 --key-bytes 4 --gpus 4 --exchange nccl --json
+//   bench_sort_phase --tuples 1e8 --key-bytes 4 --gpus 4 --exchange nccl --strategy both --json
+// The merge strategy has no exchange choice (its block swaps are P2P copies): it runs once per g, and
+// only where g is a power of two.
 #include "alloc/stack_allocator.hpp"
+#include "apps/benchmarks/pcie_rate.hpp"
+#include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
 #include "p2p/nccl_comms.hpp"
 #include "p2p/peer_access.hpp"
@@ -31,6 +36,7 @@ struct Options {
   std::vector<std::pair<std::int64_t, int>> workloads{{1'000'000'000, 8}, {2'000'000'000, 4}};
   std::vector<int> gpu_counts{1, 2, 4};
   std::vector<Exchange> exchanges{Exchange::CopyEngines, Exchange::Nccl};
+  std::vector<SortStrategy> strategies{SortStrategy::Radix};
   int reps = 3;
   bool json = false;
 };
@@ -96,13 +102,60 @@ Options parse(int argc, char** argv) {
       o.exchanges = e == "nccl" ? std::vector{Exchange::Nccl}
                     : e == "copy" ? std::vector{Exchange::CopyEngines}
                                   : std::vector{Exchange::CopyEngines, Exchange::Nccl};
+    } else if (a == "--strategy") {
+      const auto st = next();
+      o.strategies = st == "radix" ? std::vector{SortStrategy::Radix}
+                     : st == "merge" ? std::vector{SortStrategy::Merge}
+                                     : std::vector{SortStrategy::Radix, SortStrategy::Merge};
     } else {
       std::fprintf(stderr, "usage: %s [--tuples N] [--key-bytes 4|8] [--gpus 1,2,4] [--exchange copy|nccl|both] "
-                           "[--reps 3] [--json]\n", argv[0]);
+                           "[--strategy radix|merge|both] [--reps 3] [--json]\n", argv[0]);
       std::exit(2);
     }
   }
   return o;
+}
+
+/// The H2D + D2H floor of `bytes` on these GPUs at the rates they reach together now (1 GiB per GPU,
+/// or the chunk if smaller, from and to the relation's pinned key column).
+double measured_floor_seconds(double bytes, Relation& rel, const std::vector<int>& devices,
+                              const std::vector<alloc::DeviceStackAllocator*>& stacks) {
+  const auto g = static_cast<std::uint64_t>(devices.size());
+  const std::uint64_t probe = std::max<std::uint64_t>(1, std::min<std::uint64_t>(1ull << 30, rel.key.bytes() / g));
+  std::byte* host = rel.key.as<std::byte>();
+  const double h2d = static_cast<double>(probe * g) / bench::measured_copy_seconds(devices, host, probe, stacks, cudaMemcpyHostToDevice);
+  const double d2h = static_cast<double>(probe * g) / bench::measured_copy_seconds(devices, host, probe, stacks, cudaMemcpyDeviceToHost);
+  return bytes / h2d + bytes / d2h;
+}
+
+/// One (g, strategy, exchange) case: warm-up, then the median of `reps` runs of each part.
+nlohmann::json bench_case(Relation& rel, std::int64_t tuples, int width, const sort::SortPlan& plan,
+                          const std::vector<int>& devices, const std::vector<alloc::DeviceStackAllocator*>& stacks,
+                          SortStrategy strategy, Exchange exchange, const p2p::NcclComms* nccl, int reps,
+                          double measured_floor) {
+  const int g = static_cast<int>(devices.size());
+  std::map<std::string, std::vector<double>> seconds;
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 is the warm-up
+    fill_random(rel, 12345 + rep);
+    std::vector<PhaseStat> stats;
+    sort::sort_phase(rel.view(), plan, devices, stacks, strategy, exchange, nccl, stats);
+    if (rep >= 0)
+      for (const auto& s : stats) seconds[s.name].push_back(s.seconds);
+  }
+  const double bytes = static_cast<double>(tuples) * 2 * width;
+  const double floor = pcie_floor_seconds(bytes, g);
+  const auto med = [&](const char* name) { return seconds.count(name) ? median(seconds[name]) : 0.0; };
+  const char* st = strategy == SortStrategy::Merge ? "merge" : "radix";
+  const char* ex = strategy == SortStrategy::Merge ? "p2p" : exchange == Exchange::Nccl ? "nccl" : "copy_engines";
+  std::printf("%-10lld %4d %-6s %-12s %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %7.2f %9.4f %7.2f\n",
+              static_cast<long long>(tuples), g, st, ex, med("sort.h2d"), med("sort.partition"), med("sort.exchange"),
+              med("sort.local_sort"), med("sort.d2h"), med("sort.total"), floor, med("sort.total") / floor,
+              measured_floor, med("sort.total") / measured_floor);
+  nlohmann::json row{{"tuples", tuples}, {"key_bytes", width}, {"payload_bytes", width}, {"gpus", g},
+                     {"exchange", ex}, {"strategy", st}, {"chunksets", sort::chunksets_for(tuples, plan)},
+                     {"floor_seconds", floor}, {"measured_floor_seconds", measured_floor}};
+  for (const auto& [name, v] : seconds) row[name] = median(v);
+  return row;
 }
 
 }  // namespace
@@ -117,8 +170,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   nlohmann::json out = nlohmann::json::array();
-  std::printf("%-10s %4s %-12s %9s %9s %9s %9s %9s %9s %9s %7s\n", "tuples", "g", "exchange", "h2d", "partition",
-              "exchange", "sort", "d2h", "total", "floor", "x floor");
+  std::printf("%-10s %4s %-6s %-12s %9s %9s %9s %9s %9s %9s %9s %7s %9s %7s\n", "tuples", "g", "sort", "exchange",
+              "h2d", "partition", "exchange", "local", "d2h", "total", "floor", "x floor", "measured", "x meas");
   for (const auto& [tuples, width] : opt.workloads) {
     const DType type = width == 8 ? DType::UInt64 : DType::UInt32;
     Relation rel{HostColumn::allocate(type, tuples, MemoryKind::Pinned), HostColumn::allocate(type, tuples, MemoryKind::Pinned)};
@@ -135,29 +188,18 @@ int main(int argc, char** argv) {
       }
       p2p::PeerAccess peers(devices);
       std::unique_ptr<p2p::NcclComms> nccl;
-      for (const auto exchange : opt.exchanges) {
-        if (exchange == Exchange::Nccl && !nccl) nccl = std::make_unique<p2p::NcclComms>(devices);
-        std::map<std::string, std::vector<double>> seconds;
-        for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 is the warm-up
-          fill_random(rel, 12345 + rep);
-          std::vector<PhaseStat> stats;
-          sort::sort_phase(rel.view(), plan, devices, stack_ptrs, SortStrategy::Radix, exchange, nccl.get(), stats);
-          if (rep >= 0)
-            for (const auto& s : stats) seconds[s.name].push_back(s.seconds);
+      const double measured_floor =
+          measured_floor_seconds(static_cast<double>(tuples) * 2 * width, rel, devices, stack_ptrs);
+      for (const auto strategy : opt.strategies) {
+        if (strategy == SortStrategy::Merge && !sort::merge_sort_supported(g)) continue;
+        // The merge strategy swaps blocks with P2P copies: one run, labelled by its copy engines.
+        const std::vector<Exchange> exchanges =
+            strategy == SortStrategy::Merge ? std::vector{Exchange::CopyEngines} : opt.exchanges;
+        for (const auto exchange : exchanges) {
+          if (exchange == Exchange::Nccl && !nccl) nccl = std::make_unique<p2p::NcclComms>(devices);
+          out.push_back(bench_case(rel, tuples, width, plan, devices, stack_ptrs, strategy, exchange, nccl.get(), opt.reps,
+                                   measured_floor));
         }
-        const double bytes = static_cast<double>(tuples) * 2 * width;
-        const double floor = pcie_floor_seconds(bytes, g);
-        const auto med = [&](const char* name) { return median(seconds[name]); };
-        const char* ex = exchange == Exchange::Nccl ? "nccl" : "copy_engines";
-        std::printf("%-10lld %4d %-12s %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %7.2f\n",
-                    static_cast<long long>(tuples), g, ex, med("sort.h2d"), med("sort.partition"),
-                    med("sort.exchange"), med("sort.local_sort"), med("sort.d2h"), med("sort.total"), floor,
-                    med("sort.total") / floor);
-        nlohmann::json row{{"tuples", tuples}, {"key_bytes", width}, {"payload_bytes", width}, {"gpus", g},
-                           {"exchange", ex}, {"strategy", "radix"}, {"chunksets", sort::chunksets_for(tuples, plan)},
-                           {"floor_seconds", floor}};
-        for (const auto& [name, v] : seconds) row[name] = median(v);
-        out.push_back(row);
       }
     }
   }

@@ -1,7 +1,8 @@
 #pragma once
 // Engine options shared by `join` and `bench`: --gpus, --gpu-ids, --sort, --exchange,
-// --gpu-memory-limit, --tuning-file. Errors are one-line InputErrors naming the option.
+// --gpu-memory-limit, --tuning-file, -v. Errors are one-line InputErrors naming the option.
 #include "cli_options.hpp"
+#include "topology/log.hpp"
 
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
@@ -20,6 +21,7 @@ struct EngineOptions {
   std::string exchange = "copy";
   std::string memory_limit;
   std::string tuning_file;
+  bool verbose = false;
 
   void add_to(CLI::App& cmd) {
     cmd.add_option("--gpus", gpus, "GPUs to use: -1 = all (set chosen by topology/tuning), 0 = CPU path, N")
@@ -30,6 +32,7 @@ struct EngineOptions {
     cmd.add_option("--exchange", exchange, "radix bucket exchange: copy (copy engines) or nccl")->capture_default_str();
     cmd.add_option("--gpu-memory-limit", memory_limit, "device memory per GPU, e.g. 8G (default 80% of free)");
     cmd.add_option("--tuning-file", tuning_file, "tuning file from `mgjoin tune` (default ~/.cache/mgjoin/tuning.json)");
+    cmd.add_flag("-v,--verbose", verbose, "Explain the GPU-set choice and NUMA placement (also MGJOIN_VERBOSE=1)");
   }
 
   /// Validates the values and fills the engine part of JoinOptions. @throw InputError naming the option.
@@ -49,6 +52,7 @@ struct EngineOptions {
     o.gpu_memory_limit = memory_limit.empty() ? 0 : parse_byte_size(memory_limit, "--gpu-memory-limit");
     MGJOIN_INPUT_EXPECTS(memory_limit.empty() || o.gpu_memory_limit > 0, "--gpu-memory-limit: must be more than 0 bytes");
     o.tuning_file = tuning_file;
+    if (verbose) topology::set_verbose(true);
   }
 };
 

@@ -15,6 +15,8 @@
 #include "p2p/nccl_comms.hpp"
 #include "p2p/peer_access.hpp"
 #include "topology/gpu_set.hpp"
+#include "topology/log.hpp"
+#include "topology/numa_binding.hpp"
 #include "topology/topology.hpp"
 #include "topology/tuning_file.hpp"
 
@@ -33,15 +35,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-/// Mapped pinned memory for the join kernels' matching ranges when only counting (the kernels still
-/// need somewhere to write); joins that return ranges grow it to their bound.
+/// Mapped pinned memory per GPU for the join kernels' matching ranges when only counting (the kernels
+/// still need somewhere to write); joins that return ranges grow it to their bound.
 constexpr std::uint64_t kMinRangeBytes = 64ull << 20;
-/// Largest range buffer kept: subpartition pairs whose ranges overflow it are joined again on the CPU.
+/// Largest range memory kept, all GPUs together: subpartition pairs whose ranges overflow it are
+/// joined again on the CPU.
 constexpr std::uint64_t kMaxRangeBytes = 16ull << 30;
 
 std::string join_ids(const std::vector<int>& ids) {
   std::string s;
-  for (const int d : ids) s += (s.empty() ? "" : ",") + std::to_string(d);
+  for (const int d : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(d);
+  }
   return s;
 }
 
@@ -122,16 +128,39 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
   std::vector<alloc::DeviceStackAllocator*> stack_ptrs;
   std::unique_ptr<p2p::NcclComms> nccl;
-  std::unique_ptr<alloc::PinnedStackAllocator> range_memory;
+  topology::Topology topo;
+  /// One mapped pinned range stack per GPU, on that GPU's NUMA node: its kernels write there.
+  std::vector<std::unique_ptr<alloc::PinnedStackAllocator>> range_stacks;
+  std::vector<alloc::PinnedStackAllocator*> range_ptrs;
   detail::MergeBuffers merge_buffers;
 
-  Impl(std::vector<int> set, std::uint64_t bytes, std::optional<topology::TuningFile> tuning_file)
-      : devices(std::move(set)), device_bytes(bytes), tuning(std::move(tuning_file)), peers(devices) {
+  Impl(std::vector<int> set, std::uint64_t bytes, std::optional<topology::TuningFile> tuning_file,
+       topology::Topology topology)
+      : devices(std::move(set)), device_bytes(bytes), tuning(std::move(tuning_file)), peers(devices),
+        topo(std::move(topology)) {
     for (const int d : devices) {
       stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, device_bytes));
       stack_ptrs.push_back(stacks.back().get());
     }
-    range_memory = std::make_unique<alloc::PinnedStackAllocator>(kMinRangeBytes, /*mapped=*/true);
+    make_range_stacks(kMinRangeBytes);
+  }
+
+  /// (Re)creates the range stacks with `bytes` each; pinning touches every page, so each stack is
+  /// made under its GPU's NUMA memory policy (a no-op on one node).
+  void make_range_stacks(std::uint64_t bytes) {
+    range_ptrs.clear();
+    range_stacks.clear();
+    for (const int d : devices) {
+      const topology::ScopedGpuNumaMemory near(topo, d);
+      range_stacks.push_back(std::make_unique<alloc::PinnedStackAllocator>(bytes, /*mapped=*/true));
+      range_ptrs.push_back(range_stacks.back().get());
+    }
+  }
+
+  std::uint64_t range_bytes() const {
+    std::uint64_t total = 0;
+    for (const auto& m : range_stacks) total += m->capacity();
+    return total;
   }
 
   SortStrategy resolve_strategy(SortStrategy asked) const {
@@ -141,7 +170,7 @@ struct Engine::Impl {
       asked = best && best->strategy == "merge" ? SortStrategy::Merge : SortStrategy::Radix;
     }
     if (asked == SortStrategy::Merge && !sort::merge_sort_supported(g)) {
-      std::fprintf(stderr, "mgjoin: %s; using the radix strategy\n", sort::merge_sort_unsupported_message(g).c_str());
+      std::fprintf(stderr, "mgjoin: %s\n", sort::merge_sort_unsupported_message(g).c_str());
       asked = SortStrategy::Radix;
     }
     return asked;
@@ -163,12 +192,14 @@ struct Engine::Impl {
 
   void reserve_ranges(const RelationView& r, const RelationView& s, OutputMode output) {
     if (output == OutputMode::Count) return;
-    // At most one matching range per distinct key of the smaller side.
-    const auto bound = std::min<std::uint64_t>(
-        kMaxRangeBytes, static_cast<std::uint64_t>(std::min(r.size(), s.size())) * sizeof(MatchRange) + kMinRangeBytes);
-    if (range_memory->capacity() >= bound) return;
-    range_memory.reset();
-    range_memory = std::make_unique<alloc::PinnedStackAllocator>(bound, /*mapped=*/true);
+    // A GPU gets a partition pair of about (|R| + |S|) / g tuples and at most one matching range per
+    // distinct key of its smaller side.
+    const auto g = static_cast<std::uint64_t>(devices.size());
+    const auto rows = static_cast<std::uint64_t>(r.size()), srows = static_cast<std::uint64_t>(s.size());
+    const std::uint64_t ranges = std::min({rows, srows, (rows + srows + 2 * g - 1) / (2 * g) + 1});
+    const std::uint64_t bound = std::min(kMaxRangeBytes / g, ranges * sizeof(MatchRange) + kMinRangeBytes);
+    if (range_stacks.front()->capacity() >= bound) return;
+    make_range_stacks(bound);
   }
 };
 
@@ -188,7 +219,11 @@ Engine::Engine(const JoinOptions& options) {
                                            " GPUs present");
     set = topology::choose_gpu_set(topo, g, tuning ? &*tuning : nullptr);
   }
-  impl_ = std::make_unique<Impl>(set, usable_device_bytes(set, options.gpu_memory_limit), std::move(tuning));
+  topology::log_verbose("GPUs " + join_ids(set) +
+                        (!options.gpu_ids.empty() ? " (--gpu-ids)"
+                         : tuning               ? " (tuning file " + tuning_path + ")"
+                                                : std::string(" (topology model)")));
+  impl_ = std::make_unique<Impl>(set, usable_device_bytes(set, options.gpu_memory_limit), std::move(tuning), topo);
 }
 
 Engine::~Engine() = default;
@@ -244,7 +279,8 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
   e.reserve_ranges(r, s, options.output);
   const OutputMode gpu_output = options.output == OutputMode::Count ? OutputMode::Count : OutputMode::Ranges;
   detail::JoinPhaseResult joined =
-      detail::join_phase(r.key, s.key, e.devices, e.stack_ptrs, *e.range_memory, gpu_output, phase_stats);
+      detail::join_phase(r.key, s.key, e.devices, e.stack_ptrs, e.range_ptrs, gpu_output, phase_stats,
+                         {.topology = &e.topo});
   result.count = joined.count;
 
   std::uint64_t output_bytes = 0;
@@ -266,7 +302,7 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
 
   result.phases = std::move(phase_stats);
   result.seconds = seconds_since(start);
-  result.peak_host_bytes = e.merge_buffers.bytes() + e.range_memory->capacity() + output_bytes +
+  result.peak_host_bytes = e.merge_buffers.bytes() + e.range_bytes() + output_bytes +
                            result.ranges.size() * sizeof(MatchRange);
   return result;
 }

@@ -205,6 +205,23 @@ TEST(BucketFusing, SmallNeighboursFuseBelowGammaAndLargeBucketsStandAlone) {
   for (const auto& u : units) EXPECT_LE(u.end_bit(), 64);
 }
 
+TEST(BucketFusing, SmallChunksFuseUpToTheMinimumUnitSize) {
+  // One GPU, chunk 100'000 (γ·chunk = 1000), 200 buckets of 1200 tuples: γ alone keeps every bucket
+  // apart; a minimum unit of 5000 tuples fuses 4 buckets (4800) per unit.
+  std::vector<Histogram> h(1, Histogram{});
+  for (int b = 0; b < 200; ++b) h[0][b] = 1200;
+  const auto buckets = top_level_buckets(h);
+  const std::vector<std::int64_t> bounds{0, 200 * 1200};
+  EXPECT_EQ(plan_exchange(buckets, bounds, 64, 100'000, kFusingThreshold).units[0].size(), 200u);
+  const auto plan = plan_exchange(buckets, bounds, 64, 100'000, kFusingThreshold, 5000);
+  const auto& units = plan.units[0];
+  ASSERT_EQ(units.size(), 50u);
+  for (const auto& u : units) EXPECT_EQ(u.count, 4 * 1200);
+  // One source: its pieces of consecutive units are contiguous on both sides, so they are one copy.
+  ASSERT_EQ(plan.copies.size(), 1u);
+  EXPECT_EQ(plan.copies[0].count, 200 * 1200);
+}
+
 TEST(BucketFusing, EachUnitSourcePairIsOneCopy) {
   std::vector<Histogram> h(2, Histogram{});
   for (int d = 0; d < 2; ++d)

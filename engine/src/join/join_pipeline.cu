@@ -8,6 +8,7 @@
 #include "engine/src/join/join_kernel.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
 #include "p2p/device.hpp"
+#include "topology/numa_binding.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -180,25 +181,46 @@ std::uint64_t subpartition_bound(std::span<DeviceStack* const> memory, int strea
 /// The most ranges pair p can produce: one per distinct key of its smaller side.
 std::uint64_t range_bound(const PairRange& p) { return std::min(p.r_size(), p.s_size()); }
 
-/// Carves the range buffer into per-stream regions: each stream's exact bound when it all fits,
+/// Carves a GPU's range buffer into per-stream regions: each stream's exact bound when it all fits,
 /// otherwise shares proportional to the bounds (overflowing pairs are then redone on the CPU).
-void assign_range_regions(std::vector<GpuJob>& jobs, MatchRange* buffer, std::uint64_t capacity) {
+void assign_range_regions(GpuJob& job, MatchRange* buffer, std::uint64_t capacity) {
+  std::vector<std::uint64_t> stream_need(job.streams, 0);
   std::uint64_t need = 0;
-  for (const GpuJob& job : jobs)
-    for (const PairRange& p : job.subpartitions) need += range_bound(p);
-  std::uint64_t offset = 0;
-  for (GpuJob& job : jobs) {
-    std::vector<std::uint64_t> stream_need(job.streams, 0);
-    for (std::size_t k = 0; k < job.subpartitions.size(); ++k) stream_need[k % job.streams] += range_bound(job.subpartitions[k]);
-    for (int s = 0; s < job.streams; ++s) {
-      const std::uint64_t cap =
-          need <= capacity ? stream_need[s]
-                           : static_cast<std::uint64_t>(static_cast<unsigned __int128>(stream_need[s]) * capacity / need);
-      job.stream_ranges.push_back(buffer ? buffer + offset : nullptr);
-      job.stream_capacity.push_back(buffer ? cap : 0);
-      offset += cap;
-    }
+  for (std::size_t k = 0; k < job.subpartitions.size(); ++k) {
+    stream_need[k % job.streams] += range_bound(job.subpartitions[k]);
+    need += range_bound(job.subpartitions[k]);
   }
+  std::uint64_t offset = 0;
+  for (int s = 0; s < job.streams; ++s) {
+    const std::uint64_t cap =
+        need <= capacity ? stream_need[s]
+                         : static_cast<std::uint64_t>(static_cast<unsigned __int128>(stream_need[s]) * capacity / need);
+    job.stream_ranges.push_back(buffer ? buffer + offset : nullptr);
+    job.stream_capacity.push_back(buffer ? cap : 0);
+    offset += cap;
+  }
+}
+
+/// A GPU's pinned range memory for one join: counter snapshots and the regions its kernels write.
+struct RangeMemory {
+  alloc::StackBuffer<unsigned long long, PinnedStack> snapshots;
+  alloc::StackBuffer<MatchRange, PinnedStack> regions;
+};
+
+/// Takes job's snapshots and as much of its range bound as `memory` holds, and assigns the regions.
+RangeMemory reserve_range_memory(GpuJob& job, PinnedStack& memory) {
+  RangeMemory m;
+  if (job.subpartitions.empty()) return m;
+  m.snapshots = alloc::StackBuffer<unsigned long long, PinnedStack>(memory, job.subpartitions.size());
+  std::uint64_t need = 0;
+  for (const PairRange& p : job.subpartitions) need += range_bound(p);
+  constexpr std::uint64_t slack = 64;  // allocation alignment
+  const std::uint64_t fits = memory.available() > slack ? (memory.available() - slack) / sizeof(MatchRange) : 0;
+  const std::uint64_t capacity = std::min(need, fits);
+  if (capacity > 0) m.regions = alloc::StackBuffer<MatchRange, PinnedStack>(memory, capacity);
+  job.snapshots = m.snapshots.data();
+  assign_range_regions(job, m.regions.data(), m.regions.size());
+  return m;
 }
 
 /// Copies each subpartition pair's ranges out of its stream region; pairs that overflowed their region
@@ -239,12 +261,14 @@ void join_on_cpu(ColumnView r, ColumnView s, const std::vector<PairRange>& pairs
   for (const auto& f : found) out.insert(out.end(), f.begin(), f.end());
 }
 
-void run_all(std::vector<GpuJob>& jobs, const KeyColumns& keys, bool record_timeline) {
+void run_all(std::vector<GpuJob>& jobs, const KeyColumns& keys, const JoinPhaseOptions& options) {
   std::vector<std::thread> threads;
   for (GpuJob& job : jobs)
-    threads.emplace_back([&job, &keys, record_timeline] {
+    threads.emplace_back([&job, &keys, &options] {
       try {
-        run_gpu_pipeline(job, keys, record_timeline);
+        // This thread drives its GPU's copies from host memory: keep it near that GPU (Section 2).
+        if (options.topology) topology::bind_thread_to_gpu_numa(*options.topology, job.device);
+        run_gpu_pipeline(job, keys, options.record_timeline);
       } catch (...) {
         job.error = std::current_exception();
       }
@@ -257,7 +281,7 @@ void run_all(std::vector<GpuJob>& jobs, const KeyColumns& keys, bool record_time
 }  // namespace
 
 JoinPhaseResult join_phase(ColumnView r_sorted_keys, ColumnView s_sorted_keys, std::span<const int> devices,
-                           std::span<DeviceStack* const> device_memory, PinnedStack& range_memory,
+                           std::span<DeviceStack* const> device_memory, std::span<PinnedStack* const> range_memory,
                            OutputMode output, std::vector<PhaseStat>& stats, const JoinPhaseOptions& options) {
   MGJOIN_EXPECTS(r_sorted_keys.type == s_sorted_keys.type && is_key_dtype(r_sorted_keys.type),
                  "join phase needs R and S keys of one integer type");
@@ -265,8 +289,12 @@ JoinPhaseResult join_phase(ColumnView r_sorted_keys, ColumnView s_sorted_keys, s
                  "join phase needs one device stack per GPU");
   MGJOIN_EXPECTS(options.streams >= 1, "join phase needs at least one stream per GPU");
   const bool write_ranges = output != OutputMode::Count;
-  MGJOIN_EXPECTS(!write_ranges || range_memory.backing().mapped(),
-                 "the join kernel writes ranges into mapped pinned memory: make the range stack mapped");
+  if (write_ranges) {
+    MGJOIN_EXPECTS(range_memory.size() == devices.size(), "join phase needs one range stack per GPU");
+    for (const PinnedStack* m : range_memory)
+      MGJOIN_EXPECTS(m->backing().mapped(),
+                     "the join kernel writes ranges into mapped pinned memory: make the range stacks mapped");
+  }
   const KeyColumns keys{static_cast<const std::byte*>(r_sorted_keys.data),
                         static_cast<const std::byte*>(s_sorted_keys.data), dtype_size(r_sorted_keys.type),
                         is_signed_key(r_sorted_keys.type)};
@@ -293,32 +321,19 @@ JoinPhaseResult join_phase(ColumnView r_sorted_keys, ColumnView s_sorted_keys, s
 
   // 2. Pinned snapshots of the range counters and the range regions (mapped, written by the kernels).
   t = Clock::now();
-  alloc::StackBuffer<unsigned long long, PinnedStack> snapshots;
-  alloc::StackBuffer<MatchRange, PinnedStack> range_buffer;
-  if (write_ranges && result.subpartitions > 0) {
-    snapshots = alloc::StackBuffer<unsigned long long, PinnedStack>(range_memory, result.subpartitions);
-    std::uint64_t need = 0;
-    for (const GpuJob& job : jobs)
-      for (const PairRange& p : job.subpartitions) need += range_bound(p);
-    constexpr std::uint64_t slack = 64;  // allocation alignment
-    const std::uint64_t fits = range_memory.available() > slack ? (range_memory.available() - slack) / sizeof(MatchRange) : 0;
-    const std::uint64_t capacity = std::min(need, fits);
-    if (capacity > 0) range_buffer = alloc::StackBuffer<MatchRange, PinnedStack>(range_memory, capacity);
-    assign_range_regions(jobs, range_buffer.data(), range_buffer.size());
-    std::uint64_t next = 0;
-    for (GpuJob& job : jobs) {
-      job.snapshots = snapshots.data() + next;
-      next += job.subpartitions.size();
-    }
-  } else {
-    assign_range_regions(jobs, nullptr, 0);  // count only
+  std::vector<RangeMemory> held;  // returned to the stacks when the phase ends
+  for (std::size_t g = 0; g < jobs.size(); ++g) {
+    if (write_ranges)
+      held.push_back(reserve_range_memory(jobs[g], *range_memory[g]));
+    else
+      assign_range_regions(jobs[g], nullptr, 0);  // count only
   }
 
   // 3. All GPUs at once.
   std::vector<GpuJob> busy;
   for (GpuJob& job : jobs)
     if (!job.subpartitions.empty()) busy.push_back(std::move(job));
-  run_all(busy, keys, options.record_timeline);
+  run_all(busy, keys, options);
   for (const GpuJob& job : busy) {
     result.count += job.count;
     result.timeline.insert(result.timeline.end(), job.timeline.begin(), job.timeline.end());

@@ -3,6 +3,7 @@
 // partition pair per GPU, then on each GPU a three-stream pipeline over its subpartition pairs
 // (H2D keys | binary-search join kernel | ranges into mapped pinned memory, all in flight at once).
 #include "alloc/stack_allocator.hpp"
+#include "topology/topology.hpp"
 
 #include <mgjoin/join.hpp>
 #include <mgjoin/types.hpp>
@@ -28,6 +29,8 @@ struct JoinPhaseOptions {
   std::uint64_t min_subpartitions = 3;  ///< per GPU
   int streams = 3;                      ///< per GPU
   bool record_timeline = true;          ///< CUDA events around each copy and kernel
+  /// When set, each GPU's host thread runs on the CPUs near its GPU (a no-op on one NUMA node).
+  const topology::Topology* topology = nullptr;
 };
 
 struct JoinPhaseResult {
@@ -40,13 +43,14 @@ struct JoinPhaseResult {
 
 /// Joins sorted R and S keys (host memory, the user's key representation; pinned for copy/compute
 /// overlap) on `devices`, one partition pair per GPU, with `device_memory[i]` serving devices[i].
-/// Ranges are written by the kernels into `range_memory`, which must be mapped pinned memory when
-/// `output` is not Count; its available space bounds the ranges a stream can hold: subpartition pairs
-/// whose ranges overflow are joined again on the CPU (counts are exact regardless).
+/// Ranges are written by the kernels into `range_memory[i]` (devices[i]'s own mapped pinned stack, so
+/// that it can sit on that GPU's NUMA node); needed unless `output` is Count. Its available space bounds
+/// the ranges a stream can hold: subpartition pairs whose ranges overflow are joined again on the CPU
+/// (counts are exact regardless).
 /// Appends "join.partition", "join.gpu" and "join.ranges" to `stats`.
 JoinPhaseResult join_phase(ColumnView r_sorted_keys, ColumnView s_sorted_keys, std::span<const int> devices,
                            std::span<alloc::DeviceStackAllocator* const> device_memory,
-                           alloc::PinnedStackAllocator& range_memory, OutputMode output,
+                           std::span<alloc::PinnedStackAllocator* const> range_memory, OutputMode output,
                            std::vector<PhaseStat>& stats, const JoinPhaseOptions& options = {});
 
 }  // namespace mgjoin::detail

@@ -176,13 +176,13 @@ void emit_unit(const UnitSpan& span, int dst, std::int64_t dst_begin, std::int64
 }  // namespace
 
 ExchangePlan plan_exchange(std::span<const Bucket> buckets, std::span<const std::int64_t> boundaries, int key_bits,
-                           std::int64_t chunk, double gamma) {
+                           std::int64_t chunk, double gamma, std::int64_t min_unit_tuples) {
   MGJOIN_EXPECTS(boundaries.size() >= 2, "boundaries of at least one GPU");
   const int gpus = static_cast<int>(boundaries.size()) - 1;
   const auto starts = bucket_starts(buckets);
   MGJOIN_EXPECTS(boundaries.front() == 0 && boundaries.back() == starts.back(), "boundaries cover the chunkset");
   const auto src_offsets = source_offsets(buckets, gpus);
-  const double fuse_below = gamma * static_cast<double>(chunk);
+  const double fuse_below = std::max(gamma * static_cast<double>(chunk), static_cast<double>(min_unit_tuples));
 
   ExchangePlan plan;
   plan.units.resize(gpus);

@@ -76,10 +76,15 @@ struct ExchangePlan {
   std::vector<ExchangeCopy> copies;           ///< grouped by destination, then unit, then source
 };
 
+/// Fewest tuples the radix sorter wants in a sort unit, whatever γ·chunk: each unit costs one CUB sort
+/// and 2·g copies issued by the host (~5 µs each), which dominated small chunksets (10^7 tuples per
+/// GPU: 64 units per GPU, ~20 ms of exchange and sort launches per relation on 4 GPUs).
+inline constexpr std::int64_t kMinUnitTuples = std::int64_t{1} << 20;
+
 /// Lays out the bucket swap for a final distribution: within each destination, neighbouring buckets
-/// are fused into one sort unit while their combined size stays below γ·chunk; inside a unit the tuples
-/// of each source are contiguous, so each (unit, source) pair is a single copy.
+/// are fused into one sort unit while their combined size stays below max(γ·chunk, min_unit_tuples);
+/// inside a unit the tuples of each source are contiguous, so each (unit, source) pair is a single copy.
 ExchangePlan plan_exchange(std::span<const Bucket> buckets, std::span<const std::int64_t> boundaries,
-                           int key_bits, std::int64_t chunk, double gamma);
+                           int key_bits, std::int64_t chunk, double gamma, std::int64_t min_unit_tuples = 0);
 
 }  // namespace mgjoin::sort

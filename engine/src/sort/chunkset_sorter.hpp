@@ -13,7 +13,7 @@
 // - It writes the sorted chunkset (keys in the user's representation, payloads with their keys) to
 //   host_keys/host_payload, rows [0, sum of sizes), with D2H copies on gpus[d].d2h, and records
 //   gpus[d].d2h_done on gpus[d].d2h after the last copy that reads GPU d's buffers. Until d2h_done the
-//   pipeline does not touch either buffer of GPU d.
+//   pipeline does not touch any buffer of GPU d (the spare one included).
 // - It records its part boundaries into gpus[d].timeline (events with timing) so that the pipeline can
 //   report per-part times, and adds the bytes it moves between GPUs to job.bytes_nvlink.
 // - Host synchronisation inside sort() is allowed (the radix sorter needs one per histogram exchange).
@@ -71,6 +71,11 @@ struct GpuChunk {
   std::int64_t size = 0;               ///< tuples of this chunk
   std::int64_t capacity = 0;           ///< tuples each buffer can hold (chunk + padding)
   PartTimeline* timeline = nullptr;
+  /// A third buffer of `capacity` tuples that is free during this chunkset (the flipped primary buffer
+  /// when no later chunkset is on its way in), or nullptr. The radix sorter sorts in it, so that its
+  /// units can sort while peers still read the secondary buffer (exchange and local sort overlap).
+  void* spare_keys = nullptr;
+  void* spare_payload = nullptr;
 };
 
 /// One chunkset to sort across the GPUs of `gpus` (index = position in the chunkset).

@@ -50,8 +50,11 @@ class RadixSorter final : public ChunksetSorter {
   void refine_spanning(State& st, std::span<const std::size_t> spanning);
   void collect_histograms(State& st, int slots);
   void swap_buckets(State& st, const ExchangePlan& plan);
+  std::vector<p2p::PeerCopy> peer_copies(State& st, std::span<const ExchangeCopy> plan_copies) const;
+  void start_lanes(std::span<GpuChunk> gpus);
   void pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::PeerCopy> copies);
-  void sort_and_copy_back(State& st, const ExchangePlan& plan);
+  void pull_in_waves(State& st, const ExchangePlan& plan);
+  void sort_and_copy_back(State& st, const ExchangePlan& plan, bool overlapped);
 
   Exchange exchange_;
   const p2p::NcclComms* nccl_;
@@ -61,7 +64,33 @@ class RadixSorter final : public ChunksetSorter {
   std::vector<p2p::Stream> lanes_;       // [dst * g + src]
   std::vector<p2p::Event> lane_done_;    // [dst * g + src]
   std::vector<p2p::Event> lanes_start_;  // per GPU: its partition is done (lanes may read and write)
+  std::vector<p2p::Event> wave_done_;    // [(dst * g + src) * kExchangeWaves + wave]: lane's wave arrived
 };
+
+/// The overlapped exchange (copy engines, spare buffers) cuts each GPU's sort units into this many
+/// waves of about equal size: a GPU sorts the units of wave w as soon as wave w has arrived from every
+/// peer, while later waves are still on the links.
+constexpr int kExchangeWaves = 8;
+
+/// Wave of each sort unit of GPU d: by the position of its first tuple among the tuples d receives.
+int wave_of(const SortUnit& u, std::int64_t dest_size) {
+  if (dest_size == 0) return 0;
+  return static_cast<int>(std::min<std::int64_t>(kExchangeWaves - 1, u.offset * kExchangeWaves / dest_size));
+}
+
+/// Wave of an exchange copy: that of the destination unit its first tuple lands in.
+int wave_of(const ExchangeCopy& x, const ExchangePlan& plan) {
+  const auto& units = plan.units[x.dst];
+  const auto it = std::upper_bound(units.begin(), units.end(), x.dst_offset,
+                                   [](std::int64_t offset, const SortUnit& u) { return offset < u.offset; });
+  MGJOIN_EXPECTS(it != units.begin(), "exchange copy outside its destination's sort units");
+  return wave_of(*std::prev(it), plan.dest_sizes[x.dst]);
+}
+
+/// Whether every GPU of the job has a spare buffer (then sorting need not wait for the whole swap).
+bool has_spare_buffers(std::span<const GpuChunk> gpus) {
+  return std::all_of(gpus.begin(), gpus.end(), [](const GpuChunk& c) { return c.spare_keys != nullptr; });
+}
 
 void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
   if (exchanged_.size() == gpus.size()) return;
@@ -70,6 +99,7 @@ void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
   lanes_.clear();
   lane_done_.clear();
   lanes_start_.clear();
+  wave_done_.clear();
   for (const auto& c : gpus) {
     exchanged_.emplace_back(c.device, false);
     unit_ready_.emplace_back(c.device, false);
@@ -77,17 +107,15 @@ void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
     for (std::size_t src = 0; src < gpus.size(); ++src) {
       lanes_.emplace_back(c.device);
       lane_done_.emplace_back(c.device, false);
+      for (int w = 0; w < kExchangeWaves; ++w) wave_done_.emplace_back(c.device, false);
     }
   }
 }
 
-void RadixSorter::pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::PeerCopy> copies) {
+void RadixSorter::start_lanes(std::span<GpuChunk> gpus) {
   const int g = static_cast<int>(gpus.size());
-  std::vector<int> devices;
-  std::vector<cudaStream_t> lanes;
   for (int d = 0; d < g; ++d) {
     p2p::DeviceGuard guard(gpus[d].device);
-    devices.push_back(gpus[d].device);
     lanes_start_[d].record(gpus[d].compute);
   }
   // Lane (d, s) starts once both GPU d (its buffer is free) and GPU s (its buckets are written) are ready.
@@ -97,10 +125,26 @@ void RadixSorter::pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::P
       auto& lane = lanes_[d * g + s];
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, lanes_start_[d], 0));
       if (s != d) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, lanes_start_[s], 0));
-      lanes.push_back(lane.get());
     }
   }
-  p2p::all_to_all_copy_engines(copies, devices, lanes);
+}
+
+std::vector<cudaStream_t> lane_handles(std::span<p2p::Stream> lanes) {
+  std::vector<cudaStream_t> handles;
+  for (auto& l : lanes) handles.push_back(l.get());
+  return handles;
+}
+
+std::vector<int> device_ids(std::span<const GpuChunk> gpus) {
+  std::vector<int> ids;
+  for (const auto& c : gpus) ids.push_back(c.device);
+  return ids;
+}
+
+void RadixSorter::pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::PeerCopy> copies) {
+  const int g = static_cast<int>(gpus.size());
+  start_lanes(gpus);
+  p2p::all_to_all_copy_engines(copies, device_ids(gpus), lane_handles(lanes_));
   for (int d = 0; d < g; ++d) {
     p2p::DeviceGuard guard(gpus[d].device);
     for (int s = 0; s < g; ++s) {
@@ -177,28 +221,34 @@ void RadixSorter::refine_spanning(State& st, std::span<const std::size_t> spanni
   }
 }
 
+std::vector<p2p::PeerCopy> RadixSorter::peer_copies(State& st, std::span<const ExchangeCopy> plan_copies) const {
+  const auto gpus = st.job->gpus;
+  const auto& layout = st.job->layout;
+  std::vector<p2p::PeerCopy> copies;
+  for (const auto& x : plan_copies) {
+    const auto& src = gpus[x.src];
+    const auto& dst = gpus[x.dst];
+    copies.push_back({x.src, x.dst, at(src.alt_keys, x.src_offset, layout.key_bytes),
+                      at(dst.keys, x.dst_offset, layout.key_bytes),
+                      static_cast<std::size_t>(x.count) * layout.key_bytes});
+    if (layout.payload_bytes)
+      copies.push_back({x.src, x.dst, at(src.alt_payload, x.src_offset, layout.payload_bytes),
+                        at(dst.payload, x.dst_offset, layout.payload_bytes),
+                        static_cast<std::size_t>(x.count) * layout.payload_bytes});
+    if (x.src != x.dst) st.job->bytes_nvlink += static_cast<std::uint64_t>(x.count) * layout.tuple_bytes();
+  }
+  return copies;
+}
+
 void RadixSorter::swap_buckets(State& st, const ExchangePlan& plan) {
   const auto gpus = st.job->gpus;
   const int g = static_cast<int>(gpus.size());
-  const auto& layout = st.job->layout;
   for (auto& c : gpus) {
     p2p::DeviceGuard guard(c.device);
     c.timeline->record_begin(SortPart::Exchange, c.compute);
   }
   if (g > 1) {  // with one GPU the secondary buffer already is the exchange layout
-    std::vector<p2p::PeerCopy> copies;
-    for (const auto& x : plan.copies) {
-      const auto& src = gpus[x.src];
-      const auto& dst = gpus[x.dst];
-      copies.push_back({x.src, x.dst, at(src.alt_keys, x.src_offset, layout.key_bytes),
-                        at(dst.keys, x.dst_offset, layout.key_bytes),
-                        static_cast<std::size_t>(x.count) * layout.key_bytes});
-      if (layout.payload_bytes)
-        copies.push_back({x.src, x.dst, at(src.alt_payload, x.src_offset, layout.payload_bytes),
-                          at(dst.payload, x.dst_offset, layout.payload_bytes),
-                          static_cast<std::size_t>(x.count) * layout.payload_bytes});
-      if (x.src != x.dst) st.job->bytes_nvlink += static_cast<std::uint64_t>(x.count) * layout.tuple_bytes();
-    }
+    const auto copies = peer_copies(st, plan.copies);
     if (exchange_ == Exchange::Nccl) {
       std::vector<cudaStream_t> streams;
       for (const auto& c : gpus) streams.push_back(c.compute);
@@ -223,7 +273,39 @@ void RadixSorter::swap_buckets(State& st, const ExchangePlan& plan) {
   }
 }
 
-void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan) {
+void RadixSorter::pull_in_waves(State& st, const ExchangePlan& plan) {
+  const auto gpus = st.job->gpus;
+  const int g = static_cast<int>(gpus.size());
+  for (auto& c : gpus) {
+    p2p::DeviceGuard guard(c.device);
+    c.timeline->record_begin(SortPart::Exchange, c.compute);
+  }
+  // Each lane copies in the order of its destination's units, so a wave is a prefix of every lane.
+  std::vector<std::vector<ExchangeCopy>> waves(kExchangeWaves);
+  for (const auto& x : plan.copies) waves[wave_of(x, plan)].push_back(x);
+  start_lanes(gpus);
+  const auto ids = device_ids(gpus);
+  const auto lanes = lane_handles(lanes_);
+  for (int w = 0; w < kExchangeWaves; ++w) {
+    p2p::all_to_all_copy_engines(peer_copies(st, waves[w]), ids, lanes);
+    for (int d = 0; d < g; ++d) {
+      p2p::DeviceGuard guard(gpus[d].device);
+      for (int s = 0; s < g; ++s) wave_done_[(d * g + s) * kExchangeWaves + w].record(lanes_[d * g + s]);
+    }
+  }
+  // The exchange ends, for the timeline, when the last wave has arrived from every peer: recorded on
+  // lane (d, d), so that the compute stream does not wait for it.
+  for (int d = 0; d < g; ++d) {
+    p2p::DeviceGuard guard(gpus[d].device);
+    auto& lane = lanes_[d * g + d];
+    for (int s = 0; s < g; ++s)
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, wave_done_[(d * g + s) * kExchangeWaves + kExchangeWaves - 1], 0));
+    gpus[d].timeline->record_end(SortPart::Exchange, lane);
+    lane_done_[d * g + d].record(lane);  // after the timeline event: waiting on it covers both
+  }
+}
+
+void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan, bool overlapped) {
   const auto gpus = st.job->gpus;
   const int g = static_cast<int>(gpus.size());
   const auto& layout = st.job->layout;
@@ -233,10 +315,11 @@ void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan) {
     p2p::DeviceGuard guard(c.device);
     MGJOIN_EXPECTS(plan.dest_sizes[d] <= c.capacity, "bucket distribution overflows a GPU's buffer");
     // After the swap the tuples are in the primary buffer (secondary for g = 1, which skips the swap).
+    // The second buffer of the sort is the spare one when overlapped: peers may still read the secondary.
     void* keys = g > 1 ? c.keys : c.alt_keys;
     void* payload = g > 1 ? c.payload : c.alt_payload;
-    void* alt_keys = g > 1 ? c.alt_keys : c.keys;
-    void* alt_payload = g > 1 ? c.alt_payload : c.payload;
+    void* alt_keys = overlapped ? c.spare_keys : g > 1 ? c.alt_keys : c.keys;
+    void* alt_payload = overlapped ? c.spare_payload : g > 1 ? c.alt_payload : c.payload;
     std::int64_t largest = 0;
     for (const auto& u : plan.units[d]) largest = std::max(largest, u.count);
     const std::size_t temp_bytes = largest > 1 ? local_sort_temp_bytes(layout, largest) : 0;
@@ -244,7 +327,13 @@ void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan) {
 
     c.timeline->record_begin(SortPart::LocalSort, c.compute);
     bool first_unit = true;
+    int arrived = -1;  // overlapped: the last wave the compute stream has waited for
     for (const auto& u : plan.units[d]) {
+      if (overlapped && wave_of(u, plan.dest_sizes[d]) > arrived) {
+        arrived = wave_of(u, plan.dest_sizes[d]);
+        for (int s = 0; s < g; ++s)
+          MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.compute, wave_done_[(d * g + s) * kExchangeWaves + arrived], 0));
+      }
       const bool alternate = local_sort(layout, at(keys, u.offset, layout.key_bytes), at(alt_keys, u.offset, layout.key_bytes),
                                         at(payload, u.offset, layout.payload_bytes),
                                         at(alt_payload, u.offset, layout.payload_bytes), u.count, u.end_bit(),
@@ -265,6 +354,14 @@ void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan) {
     c.timeline->record_end(SortPart::LocalSort, c.compute);
     if (first_unit) c.timeline->record_begin(SortPart::D2H, c.d2h);  // no unit: an empty part
     c.timeline->record_end(SortPart::D2H, c.d2h);
+    if (overlapped) {
+      // Every wave has arrived and the exchange's timeline event is recorded (lane (d, d) waited for all
+      // of d's lanes), and no peer reads GPU d's secondary buffer any more: only then may the pipeline
+      // reuse d's buffers.
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.d2h, lane_done_[d * g + d], 0));
+      for (int x = 0; x < g; ++x)
+        MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.d2h, wave_done_[(x * g + d) * kExchangeWaves + kExchangeWaves - 1], 0));
+    }
     MGJOIN_CUDA_TRY(cudaEventRecord(c.d2h_done, c.d2h));
     host_row += plan.dest_sizes[d];
   }
@@ -292,9 +389,15 @@ void RadixSorter::sort(ChunksetJob& job) {
     c.timeline->record_end(SortPart::Partition, c.compute);
   }
 
-  const auto plan = plan_exchange(st.buckets, distribution.boundaries, st.key_bits, job.chunk_size, kFusingThreshold);
-  swap_buckets(st, plan);
-  sort_and_copy_back(st, plan);
+  const auto plan =
+      plan_exchange(st.buckets, distribution.boundaries, st.key_bits, job.chunk_size, kFusingThreshold, kMinUnitTuples);
+  // With spare buffers, units sort as their wave arrives instead of after the whole swap.
+  const bool overlapped = g > 1 && exchange_ == Exchange::CopyEngines && has_spare_buffers(job.gpus);
+  if (overlapped)
+    pull_in_waves(st, plan);
+  else
+    swap_buckets(st, plan);
+  sort_and_copy_back(st, plan, overlapped);
 }
 
 }  // namespace

@@ -45,14 +45,14 @@ struct GpuPipeline {
   std::array<p2p::Event, 2> ready;  // H2D of the chunkset in primary[i % 2] is done
   p2p::Event d2h_done;              // latest record: the D2H of the previous chunkset is done
   TupleBuffer secondary;
-  std::vector<TupleBuffer> primary;  // 1 in-core, 2 when chunksets alternate (double buffering)
+  // Two primaries: chunksets alternate between them (double buffering). The plan reserves both even
+  // in-core, where the second is the radix sorter's spare buffer (see GpuChunk::spare_keys).
+  std::array<TupleBuffer, 2> primary;
 
-  GpuPipeline(int dev, alloc::DeviceStackAllocator& mem, std::int64_t capacity, const TupleLayout& l, int k)
+  GpuPipeline(int dev, alloc::DeviceStackAllocator& mem, std::int64_t capacity, const TupleLayout& l)
       : device(dev), h2d(dev), compute(dev), d2h(dev), ready{p2p::Event(dev, false), p2p::Event(dev, false)},
-        d2h_done(dev, false), secondary(mem, capacity, l) {
-    primary.emplace_back(mem, capacity, l);
-    if (k > 1) primary.emplace_back(mem, capacity, l);
-  }
+        d2h_done(dev, false), secondary(mem, capacity, l),
+        primary{TupleBuffer(mem, capacity, l), TupleBuffer(mem, capacity, l)} {}
 };
 
 /// Timing events of every chunkset and GPU, read once at the end.
@@ -186,7 +186,7 @@ SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<con
   auto sorter = make_sorter(strategy, exchange, nccl, g);
   Pipelines gpus;
   for (int d = 0; d < g; ++d)
-    gpus.push_back(std::make_unique<GpuPipeline>(devices[d], *device_memory[d], plan.chunk_capacity, layout, k));
+    gpus.push_back(std::make_unique<GpuPipeline>(devices[d], *device_memory[d], plan.chunk_capacity, layout));
   Timelines timelines;
   std::vector<std::vector<PartTimeline*>> timeline_of(k);  // [chunkset][gpu]
   for (int i = 0; i < k; ++i)
@@ -195,7 +195,8 @@ SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<con
   std::uint64_t nvlink_bytes = 0;
   issue_h2d(rel, layout, even_part(n, k, 0), 0, gpus, timeline_of[0]);
   for (int i = 0; i < k; ++i) {
-    const int slot = static_cast<int>(gpus.front()->primary.size() > 1 ? i % 2 : 0);
+    const int slot = i % 2;
+    const bool last = i + 1 == k;  // no chunkset goes into primary[1 - slot]: it is this one's spare
     if (i + 1 < k) issue_h2d(rel, layout, even_part(n, k, i + 1), 1 - slot, gpus, timeline_of[i + 1]);
     const RowRange rows = even_part(n, k, i);
     std::vector<GpuChunk> chunks;
@@ -215,6 +216,8 @@ SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<con
       c.payload = layout.payload_bytes ? p.primary[slot].payload.data() : nullptr;
       c.alt_keys = p.secondary.keys.data();
       c.alt_payload = layout.payload_bytes ? p.secondary.payload.data() : nullptr;
+      c.spare_keys = last ? p.primary[1 - slot].keys.data() : nullptr;
+      c.spare_payload = last && layout.payload_bytes ? p.primary[1 - slot].payload.data() : nullptr;
       c.size = even_part(rows.size(), g, d).size();
       c.capacity = plan.chunk_capacity;
       c.timeline = timeline_of[i][d];
