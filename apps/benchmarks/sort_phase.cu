@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
           measured_floor_seconds(static_cast<double>(tuples) * 2 * width, rel, devices, stack_ptrs);
       for (const auto strategy : opt.strategies) {
         if (strategy == SortStrategy::Merge && !sort::merge_sort_supported(g)) continue;
-        // The merge strategy swaps blocks with P2P copies: one run, labelled by its copy engines.
+        // The merge strategy swaps blocks with P2P copies: one run per g, labelled "p2p".
         const std::vector<Exchange> exchanges =
             strategy == SortStrategy::Merge ? std::vector{Exchange::CopyEngines} : opt.exchanges;
         for (const auto exchange : exchanges) {
