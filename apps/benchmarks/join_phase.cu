@@ -218,7 +218,8 @@ nlohmann::json bench_one(const Workload& w, int g, const Options& o, HostColumn&
   const std::uint64_t key_bytes = r.bytes() + s.bytes();
   // The floor: every key crosses PCIe once at the rate all g GPUs reach together (measured now).
   HostColumn& larger = r.bytes() >= s.bytes() ? r : s;
-  const std::uint64_t probe = std::max<std::uint64_t>(1, std::min<std::uint64_t>(1ull << 30, larger.bytes()));
+  const std::uint64_t probe =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(1ull << 30, larger.bytes() / static_cast<std::uint64_t>(g)));
   const double h2d_rate = static_cast<double>(probe) * g /
                           bench::measured_copy_seconds(devices, larger.as<std::byte>(), probe, memory, cudaMemcpyHostToDevice);
   const double floor = static_cast<double>(key_bytes) / h2d_rate;

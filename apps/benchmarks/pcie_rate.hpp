@@ -16,9 +16,10 @@
 
 namespace mgjoin::bench {
 
-/// Seconds for all GPUs of `devices` to copy `bytes_per_gpu` between `host` (pinned) and their stack
-/// at once, in direction `kind` (host-to-device or device-to-host): the slowest GPU, median of 3
-/// after a warm-up.
+/// Seconds for all GPUs of `devices` to copy `bytes_per_gpu` between `host` (pinned, at least
+/// devices.size() × bytes_per_gpu bytes) and their stack at once, in direction `kind` (host-to-device
+/// or device-to-host): the slowest GPU, median of 3 after a warm-up. GPU i copies its own slice i of
+/// `host`, as the sort phase does.
 inline double measured_copy_seconds(const std::vector<int>& devices, std::byte* host, std::uint64_t bytes_per_gpu,
                                     const std::vector<alloc::DeviceStackAllocator*>& memory, cudaMemcpyKind kind) {
   std::vector<double> times;
@@ -31,8 +32,9 @@ inline double measured_copy_seconds(const std::vector<int>& devices, std::byte* 
         alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator> buffer(*memory[g], bytes_per_gpu);
         p2p::Stream stream(devices[g]);
         p2p::Event begin(devices[g]), end(devices[g]);
-        void* dst = kind == cudaMemcpyHostToDevice ? static_cast<void*>(buffer.data()) : static_cast<void*>(host);
-        const void* src = kind == cudaMemcpyHostToDevice ? static_cast<const void*>(host) : buffer.data();
+        std::byte* slice = host + g * bytes_per_gpu;
+        void* dst = kind == cudaMemcpyHostToDevice ? static_cast<void*>(buffer.data()) : static_cast<void*>(slice);
+        const void* src = kind == cudaMemcpyHostToDevice ? static_cast<const void*>(slice) : buffer.data();
         begin.record(stream);
         MGJOIN_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes_per_gpu, kind, stream));
         end.record(stream);

@@ -125,6 +125,8 @@ double measured_floor_seconds(double bytes, Relation& rel, const std::vector<int
   std::byte* host = rel.key.as<std::byte>();
   const double h2d = static_cast<double>(probe * g) / bench::measured_copy_seconds(devices, host, probe, stacks, cudaMemcpyHostToDevice);
   const double d2h = static_cast<double>(probe * g) / bench::measured_copy_seconds(devices, host, probe, stacks, cudaMemcpyDeviceToHost);
+  std::printf("# measured with %llu GPU(s) at once: H2D %.1f GB/s, D2H %.1f GB/s\n", static_cast<unsigned long long>(g),
+              h2d / 1e9, d2h / 1e9);
   return bytes / h2d + bytes / d2h;
 }
 

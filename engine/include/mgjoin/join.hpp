@@ -26,6 +26,12 @@ enum class OutputMode : std::uint8_t { Count, Ranges, Materialize };
 /// [s_begin, s_end) of S, producing (r_end - r_begin) * (s_end - s_begin) output tuples.
 struct MatchRange {
   std::uint64_t r_begin, r_end, s_begin, s_end;
+  /// Leaves the fields uninitialized on purpose: results hold up to billions of ranges, and a
+  /// value-initializing vector::resize would zero them on one thread before they are overwritten
+  /// in parallel (3 s for 2.5·10^8 ranges).
+  constexpr MatchRange() noexcept {}  // NOLINT: no member initializers, see above
+  constexpr MatchRange(std::uint64_t rb, std::uint64_t re, std::uint64_t sb, std::uint64_t se) noexcept
+      : r_begin(rb), r_end(re), s_begin(sb), s_end(se) {}
   constexpr std::uint64_t tuples() const { return (r_end - r_begin) * (s_end - s_begin); }
   friend constexpr bool operator==(const MatchRange&, const MatchRange&) = default;
 };

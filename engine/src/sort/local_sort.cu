@@ -8,42 +8,48 @@
 namespace mgjoin::sort {
 namespace {
 
+/// One CUB call: buffers, size and bit range (the same for sizing and sorting).
+struct SortCall {
+  void* keys;
+  void* alt_keys;
+  void* payload;
+  void* alt_payload;
+  std::int64_t n;
+  int begin_bit;
+  int end_bit;
+  cudaStream_t stream;
+};
+
 template <class K, class P>
-cudaError_t cub_sort(void* temp, std::size_t& temp_bytes, void* keys, void* alt_keys, void* payload,
-                     void* alt_payload, std::int64_t n, int end_bit, cudaStream_t stream, bool& in_alternate) {
-  cub::DoubleBuffer<K> k(static_cast<K*>(keys), static_cast<K*>(alt_keys));
+cudaError_t cub_sort(void* temp, std::size_t& temp_bytes, const SortCall& c, bool& in_alternate) {
+  cub::DoubleBuffer<K> k(static_cast<K*>(c.keys), static_cast<K*>(c.alt_keys));
   cudaError_t err;
   if constexpr (std::is_void_v<P>) {
-    err = cub::DeviceRadixSort::SortKeys(temp, temp_bytes, k, n, 0, end_bit, stream);
+    err = cub::DeviceRadixSort::SortKeys(temp, temp_bytes, k, c.n, c.begin_bit, c.end_bit, c.stream);
   } else {
-    cub::DoubleBuffer<P> p(static_cast<P*>(payload), static_cast<P*>(alt_payload));
-    err = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, p, n, 0, end_bit, stream);
+    cub::DoubleBuffer<P> p(static_cast<P*>(c.payload), static_cast<P*>(c.alt_payload));
+    err = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, p, c.n, c.begin_bit, c.end_bit, c.stream);
   }
   in_alternate = k.selector != 0;  // CUB settles the number of passes on the host
   return err;
 }
 
 template <class K>
-cudaError_t dispatch_payload(const TupleLayout& l, void* temp, std::size_t& temp_bytes, void* keys, void* alt_keys,
-                             void* payload, void* alt_payload, std::int64_t n, int end_bit, cudaStream_t stream,
+cudaError_t dispatch_payload(const TupleLayout& l, void* temp, std::size_t& temp_bytes, const SortCall& c,
                              bool& in_alternate) {
   switch (l.payload_bytes) {
-    case 0: return cub_sort<K, void>(temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream, in_alternate);
-    case 4: return cub_sort<K, std::uint32_t>(temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream, in_alternate);
-    case 8: return cub_sort<K, std::uint64_t>(temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream, in_alternate);
+    case 0: return cub_sort<K, void>(temp, temp_bytes, c, in_alternate);
+    case 4: return cub_sort<K, std::uint32_t>(temp, temp_bytes, c, in_alternate);
+    case 8: return cub_sort<K, std::uint64_t>(temp, temp_bytes, c, in_alternate);
     default: MGJOIN_EXPECTS(false, "payloads are 0, 4 or 8 bytes");
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t dispatch(const TupleLayout& l, void* temp, std::size_t& temp_bytes, void* keys, void* alt_keys,
-                     void* payload, void* alt_payload, std::int64_t n, int end_bit, cudaStream_t stream,
+cudaError_t dispatch(const TupleLayout& l, void* temp, std::size_t& temp_bytes, const SortCall& c,
                      bool& in_alternate) {
-  if (l.key_bytes == 4)
-    return dispatch_payload<std::uint32_t>(l, temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit,
-                                           stream, in_alternate);
-  return dispatch_payload<std::uint64_t>(l, temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit,
-                                         stream, in_alternate);
+  if (l.key_bytes == 4) return dispatch_payload<std::uint32_t>(l, temp, temp_bytes, c, in_alternate);
+  return dispatch_payload<std::uint64_t>(l, temp, temp_bytes, c, in_alternate);
 }
 
 }  // namespace
@@ -51,17 +57,18 @@ cudaError_t dispatch(const TupleLayout& l, void* temp, std::size_t& temp_bytes, 
 std::size_t local_sort_temp_bytes(const TupleLayout& layout, std::int64_t n) {
   std::size_t bytes = 0;
   bool unused = false;
-  MGJOIN_CUDA_TRY(dispatch(layout, nullptr, bytes, nullptr, nullptr, nullptr, nullptr, n, layout.key_bytes * 8,
-                           nullptr, unused));
+  const SortCall sizing{nullptr, nullptr, nullptr, nullptr, n, 0, layout.key_bytes * 8, nullptr};
+  MGJOIN_CUDA_TRY(dispatch(layout, nullptr, bytes, sizing, unused));
   return bytes;
 }
 
 SortedIn local_sort(const TupleLayout& layout, void* keys, void* alt_keys, void* payload, void* alt_payload,
-                    std::int64_t n, int end_bit, void* temp, std::size_t temp_bytes, cudaStream_t stream) {
-  if (n < 2 || end_bit <= 0) return SortedIn::Primary;
+                    std::int64_t n, int begin_bit, int end_bit, void* temp, std::size_t temp_bytes,
+                    cudaStream_t stream) {
+  if (n < 2 || end_bit <= begin_bit) return SortedIn::Primary;
   bool in_alternate = false;
-  MGJOIN_CUDA_TRY(dispatch(layout, temp, temp_bytes, keys, alt_keys, payload, alt_payload, n, end_bit, stream,
-                           in_alternate));
+  const SortCall call{keys, alt_keys, payload, alt_payload, n, begin_bit, end_bit, stream};
+  MGJOIN_CUDA_TRY(dispatch(layout, temp, temp_bytes, call, in_alternate));
   return in_alternate ? SortedIn::Alternate : SortedIn::Primary;
 }
 

@@ -18,9 +18,11 @@ std::size_t local_sort_temp_bytes(const TupleLayout& layout, std::int64_t n);
 /// Where the sorted tuples ended up.
 enum class SortedIn : std::uint8_t { Primary, Alternate };
 
-/// Sorts n tuples in keys/payload by bits [0, end_bit) using alt_keys/alt_payload as the second buffer.
-/// `temp` must hold local_sort_temp_bytes(layout, n') for some n' >= n.
+/// Sorts n tuples in keys/payload by bits [begin_bit, end_bit) using alt_keys/alt_payload as the second
+/// buffer (both buffers are overwritten). `temp` must hold local_sort_temp_bytes(layout, n') for some
+/// n' >= n. With 8 bits it is one stable pass: the radix partition uses it (radix_partition.cu).
 SortedIn local_sort(const TupleLayout& layout, void* keys, void* alt_keys, void* payload, void* alt_payload,
-                    std::int64_t n, int end_bit, void* temp, std::size_t temp_bytes, cudaStream_t stream);
+                    std::int64_t n, int begin_bit, int end_bit, void* temp, std::size_t temp_bytes,
+                    cudaStream_t stream);
 
 }  // namespace mgjoin::sort

@@ -197,7 +197,7 @@ class MergeStages {
     flip_sign(d);
     alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator> temp(*g.memory,
                                                                    local_sort_temp_bytes(layout_, g.size));
-    current_[d] = local_sort(layout_, g.keys, g.alt_keys, g.payload, g.alt_payload, g.size, layout_.key_bytes * 8,
+    current_[d] = local_sort(layout_, g.keys, g.alt_keys, g.payload, g.alt_payload, g.size, 0, layout_.key_bytes * 8,
                              temp.data(), temp.size(), g.compute);
     record_end(g, SortPart::LocalSort, g.compute);
   }

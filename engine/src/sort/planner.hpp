@@ -8,7 +8,7 @@
 //   3 · c_pad · t        two primary buffers (double buffering: chunkset i+1 arrives in the flipped
 //                        one while chunkset i is sorted) and the secondary buffer
 // + sort_temp_bytes(c_pad)   CUB radix-sort temporary storage (queried, or the caller's bound)
-// + kPartitionScratchBytes    per-block histograms, their scan and its temporary storage
+// + kPartitionScratchBytes    small scratch beside the sort: bucket counters of every refinement slot
 // + kAlignmentSlack           alignment of the stack allocations
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,8 @@
 
 namespace mgjoin::sort {
 
-/// Bytes of partition scratch (block histograms, offsets, scan temp) reserved per GPU.
+/// Bytes of small sort scratch (bucket counters) reserved per GPU; the partition's CUB pass uses the
+/// sort temp storage, which it never holds at the same time as a local sort.
 inline constexpr std::uint64_t kPartitionScratchBytes = 16ull << 20;
 /// Bytes reserved for alignment padding of the allocations of one GPU.
 inline constexpr std::uint64_t kAlignmentSlack = 64ull << 10;

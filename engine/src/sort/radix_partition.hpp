@@ -1,8 +1,7 @@
 #pragma once
 // On-GPU chunk partitioning of the radix sort (paper, Section 3.1.2): one MSB radix partitioning pass
-// over m = 8 bits. Block-local shared-memory histograms, a CUB scan of the (digit, block) counts for the
-// write offsets, and a scatter of keys and payloads staged through shared memory so that each block
-// writes its buckets as contiguous runs.
+// over m = 8 bits (one pass of CUB's onesweep radix sort over that digit; radix_partition.cu says why),
+// and the 256 bucket sizes.
 #include "engine/src/sort/chunkset_sorter.hpp"
 
 #include <cuda_runtime_api.h>
@@ -11,11 +10,12 @@
 
 namespace mgjoin::sort {
 
-/// One partitioning pass: n tuples from keys_in/payload_in scattered by the digit (key ^ key_xor) >>
-/// shift & 255 into keys_out/payload_out (keys written XOR-ed: key_xor flips signed keys into the
-/// unsigned order on the first pass). The 256 bucket sizes go to `device_counts` (device memory,
-/// uint64). Scratch comes from `memory` in stream order. payload pointers are ignored for key-only.
-void radix_partition(const TupleLayout& layout, const void* keys_in, const void* payload_in, void* keys_out,
+/// One partitioning pass: n tuples from keys_in/payload_in grouped by the digit (key ^ key_xor) >>
+/// shift & 255 into keys_out/payload_out, buckets in digit order (keys written XOR-ed: key_xor flips
+/// signed keys into the unsigned order on the first pass). The input buffers are clobbered (they are
+/// the sort's second buffer). The 256 bucket sizes go to `device_counts` (device memory, uint64).
+/// Scratch comes from `memory` in stream order. payload pointers are ignored for key-only.
+void radix_partition(const TupleLayout& layout, void* keys_in, void* payload_in, void* keys_out,
                      void* payload_out, std::int64_t n, int shift, std::uint64_t key_xor,
                      std::uint64_t* device_counts, alloc::DeviceStackAllocator& memory, cudaStream_t stream);
 

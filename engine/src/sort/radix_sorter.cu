@@ -12,6 +12,7 @@
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -25,6 +26,15 @@ using DeviceCounts = alloc::StackBuffer<std::uint64_t, alloc::DeviceStackAllocat
 std::byte* at(void* base, std::int64_t index, int width) {
   return static_cast<std::byte*>(base) + index * static_cast<std::int64_t>(width);
 }
+
+/// The overlapped exchange (copy engines, spare buffers) cuts each GPU's sort units into waves: a GPU
+/// sorts the units of wave w as soon as wave w has arrived from every peer, while later waves are still
+/// on the links. The copy back to the host starts with the first sorted unit and is the longest part,
+/// so the first waves are small (it starts sooner) and later ones larger (fewer events).
+constexpr int kExchangeWaves = 8;
+/// Upper end of each wave, as a fraction of the tuples a GPU receives.
+constexpr std::array<double, kExchangeWaves> kWaveEnds{1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8,
+                                                       1.0 / 4,  1.0 / 2,  3.0 / 4,  1.0};
 
 class RadixSorter final : public ChunksetSorter {
  public:
@@ -55,6 +65,10 @@ class RadixSorter final : public ChunksetSorter {
   void pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::PeerCopy> copies);
   void pull_in_waves(State& st, const ExchangePlan& plan);
   void sort_and_copy_back(State& st, const ExchangePlan& plan, bool overlapped);
+  /// Lane (dst, src) has delivered wave w of dst's pulls from src.
+  p2p::Event& wave_done(int dst, int src, int wave) {
+    return wave_done_[(static_cast<std::size_t>(dst) * lanes_per_gpu_ + src) * kExchangeWaves + wave];
+  }
 
   Exchange exchange_;
   const p2p::NcclComms* nccl_;
@@ -64,18 +78,23 @@ class RadixSorter final : public ChunksetSorter {
   std::vector<p2p::Stream> lanes_;       // [dst * g + src]
   std::vector<p2p::Event> lane_done_;    // [dst * g + src]
   std::vector<p2p::Event> lanes_start_;  // per GPU: its partition is done (lanes may read and write)
-  std::vector<p2p::Event> wave_done_;    // [(dst * g + src) * kExchangeWaves + wave]: lane's wave arrived
+  std::vector<p2p::Event> wave_done_;    // see wave_done()
+  std::size_t lanes_per_gpu_ = 0;        // g
 };
 
-/// The overlapped exchange (copy engines, spare buffers) cuts each GPU's sort units into this many
-/// waves of about equal size: a GPU sorts the units of wave w as soon as wave w has arrived from every
-/// peer, while later waves are still on the links.
-constexpr int kExchangeWaves = 8;
+void begin_exchange_timeline(std::span<GpuChunk> gpus) {
+  for (auto& c : gpus) {
+    p2p::DeviceGuard guard(c.device);
+    c.timeline->record_begin(SortPart::Exchange, c.compute);
+  }
+}
 
 /// Wave of each sort unit of GPU d: by the position of its first tuple among the tuples d receives.
 int wave_of(const SortUnit& u, std::int64_t dest_size) {
   if (dest_size == 0) return 0;
-  return static_cast<int>(std::min<std::int64_t>(kExchangeWaves - 1, u.offset * kExchangeWaves / dest_size));
+  const double at = static_cast<double>(u.offset) / static_cast<double>(dest_size);
+  const auto it = std::upper_bound(kWaveEnds.begin(), kWaveEnds.end(), at);
+  return static_cast<int>(std::min<std::ptrdiff_t>(kExchangeWaves - 1, it - kWaveEnds.begin()));
 }
 
 /// Wave of an exchange copy: that of the destination unit its first tuple lands in.
@@ -94,6 +113,7 @@ bool has_spare_buffers(std::span<const GpuChunk> gpus) {
 
 void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
   if (exchanged_.size() == gpus.size()) return;
+  lanes_per_gpu_ = gpus.size();
   exchanged_.clear();
   unit_ready_.clear();
   lanes_.clear();
@@ -243,10 +263,7 @@ std::vector<p2p::PeerCopy> RadixSorter::peer_copies(State& st, std::span<const E
 void RadixSorter::swap_buckets(State& st, const ExchangePlan& plan) {
   const auto gpus = st.job->gpus;
   const int g = static_cast<int>(gpus.size());
-  for (auto& c : gpus) {
-    p2p::DeviceGuard guard(c.device);
-    c.timeline->record_begin(SortPart::Exchange, c.compute);
-  }
+  begin_exchange_timeline(gpus);
   if (g > 1) {  // with one GPU the secondary buffer already is the exchange layout
     const auto copies = peer_copies(st, plan.copies);
     if (exchange_ == Exchange::Nccl) {
@@ -276,10 +293,7 @@ void RadixSorter::swap_buckets(State& st, const ExchangePlan& plan) {
 void RadixSorter::pull_in_waves(State& st, const ExchangePlan& plan) {
   const auto gpus = st.job->gpus;
   const int g = static_cast<int>(gpus.size());
-  for (auto& c : gpus) {
-    p2p::DeviceGuard guard(c.device);
-    c.timeline->record_begin(SortPart::Exchange, c.compute);
-  }
+  begin_exchange_timeline(gpus);
   // Each lane copies in the order of its destination's units, so a wave is a prefix of every lane.
   std::vector<std::vector<ExchangeCopy>> waves(kExchangeWaves);
   for (const auto& x : plan.copies) waves[wave_of(x, plan)].push_back(x);
@@ -290,7 +304,7 @@ void RadixSorter::pull_in_waves(State& st, const ExchangePlan& plan) {
     p2p::all_to_all_copy_engines(peer_copies(st, waves[w]), ids, lanes);
     for (int d = 0; d < g; ++d) {
       p2p::DeviceGuard guard(gpus[d].device);
-      for (int s = 0; s < g; ++s) wave_done_[(d * g + s) * kExchangeWaves + w].record(lanes_[d * g + s]);
+      for (int s = 0; s < g; ++s) wave_done(d, s, w).record(lanes_[d * g + s]);
     }
   }
   // The exchange ends, for the timeline, when the last wave has arrived from every peer: recorded on
@@ -299,7 +313,7 @@ void RadixSorter::pull_in_waves(State& st, const ExchangePlan& plan) {
     p2p::DeviceGuard guard(gpus[d].device);
     auto& lane = lanes_[d * g + d];
     for (int s = 0; s < g; ++s)
-      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, wave_done_[(d * g + s) * kExchangeWaves + kExchangeWaves - 1], 0));
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, wave_done(d, s, kExchangeWaves - 1), 0));
     gpus[d].timeline->record_end(SortPart::Exchange, lane);
     lane_done_[d * g + d].record(lane);  // after the timeline event: waiting on it covers both
   }
@@ -332,11 +346,11 @@ void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan, bool o
       if (overlapped && wave_of(u, plan.dest_sizes[d]) > arrived) {
         arrived = wave_of(u, plan.dest_sizes[d]);
         for (int s = 0; s < g; ++s)
-          MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.compute, wave_done_[(d * g + s) * kExchangeWaves + arrived], 0));
+          MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.compute, wave_done(d, s, arrived), 0));
       }
       const bool alternate = local_sort(layout, at(keys, u.offset, layout.key_bytes), at(alt_keys, u.offset, layout.key_bytes),
                                         at(payload, u.offset, layout.payload_bytes),
-                                        at(alt_payload, u.offset, layout.payload_bytes), u.count, u.end_bit(),
+                                        at(alt_payload, u.offset, layout.payload_bytes), u.count, 0, u.end_bit(),
                                         temp.data(), temp_bytes, c.compute) == SortedIn::Alternate;
       void* sorted_keys = at(alternate ? alt_keys : keys, u.offset, layout.key_bytes);
       void* sorted_payload = at(alternate ? alt_payload : payload, u.offset, layout.payload_bytes);
@@ -360,7 +374,7 @@ void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan, bool o
       // reuse d's buffers.
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.d2h, lane_done_[d * g + d], 0));
       for (int x = 0; x < g; ++x)
-        MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.d2h, wave_done_[(x * g + d) * kExchangeWaves + kExchangeWaves - 1], 0));
+        if (x != d) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.d2h, wave_done(x, d, kExchangeWaves - 1), 0));
     }
     MGJOIN_CUDA_TRY(cudaEventRecord(c.d2h_done, c.d2h));
     host_row += plan.dest_sizes[d];
