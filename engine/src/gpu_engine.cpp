@@ -257,20 +257,21 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
                            std::to_string(host_merge::kMaxRuns) + " (raise the limit or use more GPUs)");
   const p2p::NcclComms* comms = e.comms_for(options.exchange);
 
-  // Sort phase, then merge phase per relation (k > 1 runs only).
+  // Sort phase of R and S in one pipeline (S's first chunkset arrives while R's last one is sorted),
+  // then the merge phase per relation (k > 1 runs only).
   std::vector<PhaseStat> phase_stats;
+  progress("sort", 0);
+  std::vector<PhaseStat> sort_stats;
+  const RelationView both[] = {r, s};
+  const auto sorted = sort::sort_phase(both, plan, e.devices, e.stack_ptrs, strategy, options.exchange, comms, sort_stats);
+  add_phases(phase_stats, sort_stats);
   double merge_seconds = 0;
-  for (RelationView* rel : {&r, &s}) {
-    progress(rel == &r ? "sort R" : "sort S", 0);
-    std::vector<PhaseStat> sort_stats;
-    const auto sorted = sort::sort_phase(*rel, plan, e.devices, e.stack_ptrs, strategy, options.exchange, comms, sort_stats);
-    add_phases(phase_stats, sort_stats);
-    if (sorted.runs.size() > 1) {
-      progress(rel == &r ? "merge R" : "merge S", 0);
-      const auto t = Clock::now();
-      detail::merge_phase(*rel, sorted.runs, e.merge_buffers);
-      merge_seconds += seconds_since(t);
-    }
+  for (int i = 0; i < 2; ++i) {
+    if (sorted[i].runs.size() <= 1) continue;
+    progress(i == 0 ? "merge R" : "merge S", 0);
+    const auto t = Clock::now();
+    detail::merge_phase(both[i], sorted[i].runs, e.merge_buffers);
+    merge_seconds += seconds_since(t);
   }
   add_phase(phase_stats, {"merge", merge_seconds, 0, 0});
 

@@ -1,5 +1,5 @@
 #pragma once
-// NVTX ranges that name the engine's phases for profilers (Nsight Systems shows "mgjoin: sort R", ...).
+// NVTX ranges that name the engine's phases for profilers (Nsight Systems shows "mgjoin: sort", "mgjoin: merge R", ...).
 // Without a profiler attached the calls cost next to nothing.
 #include <nvtx3/nvToolsExt.h>
 

@@ -170,35 +170,74 @@ SortPlan plan_sort_with_memory(RelationView r, RelationView s, std::span<const i
   return plan_sort(in);
 }
 
-SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<const int> devices,
-                           std::span<alloc::DeviceStackAllocator* const> device_memory, SortStrategy strategy,
-                           Exchange exchange, const p2p::NcclComms* nccl, std::vector<PhaseStat>& stats) {
+namespace {
+
+/// One chunkset of one of the relations the pipeline sorts.
+struct ChunksetItem {
+  std::size_t relation;
+  RowRange rows;
+};
+
+std::vector<ChunksetItem> chunkset_sequence(std::span<const RelationView> rels, const SortPlan& plan) {
+  std::vector<ChunksetItem> items;
+  for (std::size_t r = 0; r < rels.size(); ++r) {
+    const std::int64_t n = rels[r].size();
+    const int k = chunksets_for(n, plan);
+    for (int i = 0; i < k; ++i) items.push_back({r, even_part(n, k, i)});
+  }
+  return items;
+}
+
+/// The buffers take any of the relations: the widest payload (the planner sized the chunk for it).
+TupleLayout widest_layout(std::span<const RelationView> rels) {
+  TupleLayout widest = layout_of(rels.front());
+  for (const auto& rel : rels) widest.payload_bytes = std::max(widest.payload_bytes, layout_of(rel).payload_bytes);
+  return widest;
+}
+
+}  // namespace
+
+std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, const SortPlan& plan,
+                                        std::span<const int> devices,
+                                        std::span<alloc::DeviceStackAllocator* const> device_memory,
+                                        SortStrategy strategy, Exchange exchange, const p2p::NcclComms* nccl,
+                                        std::vector<PhaseStat>& stats) {
   const int g = static_cast<int>(devices.size());
   MGJOIN_EXPECTS(g == plan.gpus && device_memory.size() == devices.size(), "one stack allocator per planned GPU");
-  MGJOIN_EXPECTS(!rel.payload || rel.payload->size == rel.key.size, "payload and key columns differ in length");
-  SortPhaseResult result;
-  const std::int64_t n = rel.size();
-  const int k = chunksets_for(n, plan);
-  if (k == 0) return result;
+  std::vector<SortPhaseResult> results(rels.size());
+  std::uint64_t relation_bytes = 0;
+  for (const auto& rel : rels) {
+    MGJOIN_EXPECTS(!rel.payload || rel.payload->size == rel.key.size, "payload and key columns differ in length");
+    MGJOIN_EXPECTS(rel.key.type == rels.front().key.type, "the relations of one sort phase share a key type");
+    relation_bytes += static_cast<std::uint64_t>(rel.size()) * layout_of(rel).tuple_bytes();
+  }
+  const std::vector<ChunksetItem> items = chunkset_sequence(rels, plan);
+  const int k = static_cast<int>(items.size());
+  if (k == 0) return results;
 
   const auto start = std::chrono::steady_clock::now();
-  const TupleLayout layout = layout_of(rel);
   auto sorter = make_sorter(strategy, exchange, nccl, g);
   Pipelines gpus;
   for (int d = 0; d < g; ++d)
-    gpus.push_back(std::make_unique<GpuPipeline>(devices[d], *device_memory[d], plan.chunk_capacity, layout));
+    gpus.push_back(std::make_unique<GpuPipeline>(devices[d], *device_memory[d], plan.chunk_capacity, widest_layout(rels)));
   Timelines timelines;
   std::vector<std::vector<PartTimeline*>> timeline_of(k);  // [chunkset][gpu]
   for (int i = 0; i < k; ++i)
     for (int d = 0; d < g; ++d) timeline_of[i].push_back(&timelines.make(devices[d]));
 
+  const auto h2d = [&](int i) {
+    const RelationView& rel = rels[items[i].relation];
+    issue_h2d(rel, layout_of(rel), items[i].rows, i % 2, gpus, timeline_of[i]);
+  };
   std::uint64_t nvlink_bytes = 0;
-  issue_h2d(rel, layout, even_part(n, k, 0), 0, gpus, timeline_of[0]);
+  h2d(0);
   for (int i = 0; i < k; ++i) {
     const int slot = i % 2;
     const bool last = i + 1 == k;  // no chunkset goes into primary[1 - slot]: it is this one's spare
-    if (i + 1 < k) issue_h2d(rel, layout, even_part(n, k, i + 1), 1 - slot, gpus, timeline_of[i + 1]);
-    const RowRange rows = even_part(n, k, i);
+    if (!last) h2d(i + 1);  // the next chunkset, of this relation or the next one
+    const RelationView& rel = rels[items[i].relation];
+    const TupleLayout layout = layout_of(rel);
+    const RowRange rows = items[i].rows;
     std::vector<GpuChunk> chunks;
     for (int d = 0; d < g; ++d) {
       auto& p = *gpus[d];
@@ -231,7 +270,7 @@ SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<con
     job.host_payload = layout.payload_bytes ? rel.payload->as<std::byte>() + rows.begin * layout.payload_bytes : nullptr;
     sorter->sort(job);
     nvlink_bytes += job.bytes_nvlink;
-    result.runs.push_back(rows);
+    results[items[i].relation].runs.push_back(rows);
   }
   for (auto& p : gpus) {
     p->d2h.synchronize();
@@ -239,8 +278,16 @@ SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<con
     p->h2d.synchronize();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  append_stats(timelines, k, g, static_cast<std::uint64_t>(n) * layout.tuple_bytes(), nvlink_bytes, seconds, stats);
-  return result;
+  append_stats(timelines, k, g, relation_bytes, nvlink_bytes, seconds, stats);
+  return results;
+}
+
+SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<const int> devices,
+                           std::span<alloc::DeviceStackAllocator* const> device_memory, SortStrategy strategy,
+                           Exchange exchange, const p2p::NcclComms* nccl, std::vector<PhaseStat>& stats) {
+  return std::move(sort_phase(std::span<const RelationView>(&rel, 1), plan, devices, device_memory, strategy,
+                              exchange, nccl, stats)
+                       .front());
 }
 
 }  // namespace mgjoin::sort

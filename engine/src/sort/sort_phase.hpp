@@ -43,9 +43,18 @@ int chunksets_for(std::int64_t n, const SortPlan& plan);
 /// "sort.partition", "sort.exchange", "sort.local_sort", "sort.d2h", "sort.total"); a part's time is the
 /// sum over chunksets of its slowest GPU, so overlapped parts add up to more than the total.
 /// Host memory should be pinned (else the copies are synchronous). `nccl` is needed for Exchange::Nccl.
-/// @throw InputError for SortStrategy::Merge (not available yet).
 SortPhaseResult sort_phase(RelationView rel, const SortPlan& plan, std::span<const int> devices,
                            std::span<alloc::DeviceStackAllocator* const> device_memory, SortStrategy strategy,
                            Exchange exchange, const p2p::NcclComms* nccl, std::vector<PhaseStat>& stats);
+
+/// Sorts several relations (R and S, same key type) in one pipeline: the chunksets of all of them
+/// stream through the same double-buffered GPUs in order, so the first chunkset of S is on its way in
+/// while the last one of R is sorted and copied back. One result per relation; `stats` as above, for
+/// all relations together. The plan must have been made for these relations (widest payload).
+std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, const SortPlan& plan,
+                                        std::span<const int> devices,
+                                        std::span<alloc::DeviceStackAllocator* const> device_memory,
+                                        SortStrategy strategy, Exchange exchange, const p2p::NcclComms* nccl,
+                                        std::vector<PhaseStat>& stats);
 
 }  // namespace mgjoin::sort
