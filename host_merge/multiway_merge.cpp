@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <functional>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -19,8 +20,8 @@ using Sequences = std::vector<std::pair<It, It>>;
 
 /// __gnu_parallel::multiway_merge reads *(seqs[0].second) as an (unused) sentinel; for a zip iterator
 /// that is a read past the first run. An empty first run over a static element keeps it in bounds; the
-/// parallel path drops empty runs, so it costs nothing there; on one thread (or < 1000 tuples) the
-/// merge sees k + 1 sequences (k = 2 takes the 3-way code, k = 4 the loser tree).
+/// parallel path drops empty runs, so it costs nothing there; on its sequential path (< 1000 tuples)
+/// the merge sees k + 1 sequences. One thread skips both (merge_sequences).
 template <class It>
 Sequences<It> with_guard_run(It guard, std::size_t k) {
   Sequences<It> seqs;
@@ -36,11 +37,21 @@ T* mutable_ptr(const T* p) {
   return const_cast<T*>(p);
 }
 
+/// seqs: the guard run, then the non-empty runs.
 template <class It, class Out, class Compare>
 void merge_sequences(Sequences<It>& seqs, Out out, std::int64_t n, Compare comp) {
   if (n == 0) return;
-  __gnu_parallel::multiway_merge(seqs.data(), seqs.data() + seqs.size(), out, n, comp,
-                                 __gnu_parallel::parallel_tag(omp_get_max_threads()));
+  const int threads = omp_get_max_threads();
+  if (threads > 1) {
+    __gnu_parallel::multiway_merge(seqs.data(), seqs.data() + seqs.size(), out, n, comp,
+                                   __gnu_parallel::parallel_tag(threads));
+    return;
+  }
+  // One thread: the per-thread kernel for the k runs, as each thread of the parallel path runs it,
+  // without the guard run (only the front end reads the sentinel; the kernels get a dummy).
+  using Value = typename std::iterator_traits<It>::value_type;
+  __gnu_parallel::__sequential_multiway_merge</*stable=*/false, /*sentinels=*/false>(
+      seqs.data() + 1, seqs.data() + seqs.size(), out, Value{}, n, comp);
 }
 
 void expect_run_count(std::size_t k) {
@@ -61,7 +72,7 @@ void multiway_merge(std::span<const RunView<K, P>> runs, K* out_keys, P* out_pay
     const auto begin = make_zip(mutable_ptr(r.keys), mutable_ptr(r.payloads));
     seqs.emplace_back(begin, begin + r.size);
   }
-  merge_sequences(seqs, make_zip(out_keys, out_payloads), total_size(runs), KeyLess{});
+  merge_sequences(seqs, make_zip(out_keys, out_payloads), total_size(runs), detail::UnstableKeyLess{});
 }
 
 template <class K>

@@ -8,6 +8,8 @@
 //   - The output holds sum(size) tuples, is pre-allocated by the caller and overlaps no run.
 //   - Order of equal keys is unspecified (the merge is not stable); each (key, payload) tuple of the
 //     input appears exactly once in the output.
+//   - The output is written with streaming (non-temporal) stores where MGJOIN_MERGE_STREAMING_STORES
+//     is 1 (default on x86-64; host_merge/detail/streaming_store.hpp): it is not left in the caches.
 //   - Instantiated for K in {int32, uint32, int64, uint64} x P in {uint32, uint64, key-only}. Signed keys
 //     are merged in their own order (host memory holds the user's representation).
 #include <cstdint>

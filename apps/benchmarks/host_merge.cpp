@@ -158,10 +158,10 @@ void print_row(const Row& r) {
 }
 
 void print_footer() {
-  std::printf("threads: %d; GB/s = bytes read + written (2 x tuples x (key + payload bytes)) / time; "
-              "pair GB/s includes the parallel copies into/out of pre-allocated pair arrays, "
-              "pair-merge is its merge alone\n",
-              omp_get_max_threads());
+  std::printf("threads: %d; merge output stores: %s (MGJOIN_MERGE_STREAMING_STORES); GB/s = bytes read + "
+              "written (2 x tuples x (key + payload bytes)) / time; pair GB/s includes the parallel copies into/out "
+              "of pre-allocated pair arrays, pair-merge is its merge alone\n",
+              omp_get_max_threads(), detail::kStreamingStores ? "streaming" : "plain");
 }
 
 

@@ -177,8 +177,8 @@ int main(int argc, char** argv) {
   for (const auto& [tuples, width] : opt.workloads) {
     const DType type = width == 8 ? DType::UInt64 : DType::UInt32;
     Relation rel{HostColumn::allocate(type, tuples, MemoryKind::Pinned), HostColumn::allocate(type, tuples, MemoryKind::Pinned)};
-    // Written once before the PCIe rates are probed: a first copy into untouched host pages ran at a
-    // fraction of the link rate (2 GPUs measured 54.7 GB/s, the rate of one).
+    // Written once before the PCIe rates are probed: the first probe of a fresh relation once gave
+    // 2 GPUs 54.7 GB/s, the rate of one; pages never touched by the CPU are the likely cause.
     fill_random(rel, 1);
     for (const int g : opt.gpu_counts) {
       if (g > available) continue;

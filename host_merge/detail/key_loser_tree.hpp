@@ -1,7 +1,7 @@
 #pragma once
 // Per-thread k-way merge kernel for zip-iterator runs ordered by KeyLess (paper Section 3.2.2: the
-// merge phase is __gnu_parallel::multiway_merge on zero-copy zip iterators; this replaces only the
-// sequential k >= 5 kernel that each of its threads runs, the splitting and dispatch stay libstdc++'s).
+// merge phase is __gnu_parallel::multiway_merge on zero-copy zip iterators; this replaces the
+// sequential k >= 3 kernels that each of its threads runs, the splitting and dispatch stay libstdc++'s).
 //
 // Why not libstdc++'s _LoserTree: it keeps a copy of the whole tuple in every node and tests a "sup"
 // (exhausted) flag in every comparison, so at k >= 5 each output tuple costs log2(k) branchy compares
@@ -16,7 +16,8 @@
 //     with real max keys may tie with them, but when an exhausted leaf wins, every live run's head (its
 //     minimum) is >= max, i.e. all remaining tuples have key max, and they are copied out run by run
 //     (order of equal keys is unspecified in our API);
-//   - the winner's key (already in a register) and its payload go straight into the output columns.
+//   - the winner's key (already in a register) and its payload go straight into the output columns
+//     (with streaming stores, the caller passes a stage: merge_through_stage in streaming_store.hpp).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

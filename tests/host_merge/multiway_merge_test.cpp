@@ -13,6 +13,7 @@
 #include <mgjoin/error.hpp>
 
 #include "common/seed.hpp"
+#include "host_merge/detail/streaming_store.hpp"
 #include "host_merge/run_fixtures.hpp"
 
 namespace mgjoin::host_merge {
@@ -34,24 +35,45 @@ void for_thread_counts(F check) {
   omp_set_num_threads(saved);
 }
 
-template <class K, class P>
-void expect_merged(const Runs<K, P>& runs) {
-  const auto n = static_cast<std::size_t>(runs.total());
-  for_thread_counts([&] {
-    std::vector<K> out_keys(n);
-    {
-      std::vector<RunView<K, P>> views;
-      for (std::size_t r = 0; r < runs.keys.size(); ++r)
-        views.push_back({runs.keys[r].data(), runs.payloads[r].data(), std::int64_t(runs.keys[r].size())});
-      std::vector<P> out_payloads(n);
-      multiway_merge<K, P>(std::span<const RunView<K, P>>(views), out_keys.data(), out_payloads.data());
+/// Output columns with `offset` words before and a few after the merge's output, filled with a
+/// marker that the merge must leave alone (streaming stores write whole vectors and lines).
+template <class T>
+struct GuardedColumn {
+  static constexpr T kMarker = T(0x5a5a5a5a5a5a5a5aull);
+  static constexpr std::size_t kAfter = 19;
+  std::vector<T> words;
+  std::size_t offset;
 
-      ASSERT_TRUE(std::is_sorted(out_keys.begin(), out_keys.end()));
-      std::vector<std::pair<K, P>> got;
-      for (std::size_t i = 0; i < n; ++i) got.emplace_back(out_keys[i], out_payloads[i]);
-      std::sort(got.begin(), got.end());
-      EXPECT_EQ(got, reference_merge(runs));
-    }
+  GuardedColumn(std::size_t n, std::size_t offset) : words(offset + n + kAfter, kMarker), offset(offset) {}
+  T* out() { return words.data() + offset; }
+  bool margins_untouched() const {
+    const auto n = words.size() - kAfter - offset;
+    auto marker = [](T w) { return w == kMarker; };
+    return std::all_of(words.begin(), words.begin() + std::ptrdiff_t(offset), marker) &&
+           std::all_of(words.begin() + std::ptrdiff_t(offset + n), words.end(), marker);
+  }
+};
+
+/// Merges into output columns `offset` words past their allocation (offset 1: 4- or 8-byte aligned
+/// only) and checks keys sorted, the (key, payload) multiset equal to the reference, margins untouched.
+template <class K, class P>
+void expect_merged(const Runs<K, P>& runs, std::size_t offset = 0) {
+  const auto n = static_cast<std::size_t>(runs.total());
+  std::vector<RunView<K, P>> views;
+  for (std::size_t r = 0; r < runs.keys.size(); ++r)
+    views.push_back({runs.keys[r].data(), runs.payloads[r].data(), std::int64_t(runs.keys[r].size())});
+  for_thread_counts([&] {
+    GuardedColumn<K> keys(n, offset);
+    GuardedColumn<P> payloads(n, offset);
+    multiway_merge<K, P>(std::span<const RunView<K, P>>(views), keys.out(), payloads.out());
+
+    ASSERT_TRUE(std::is_sorted(keys.out(), keys.out() + n));
+    std::vector<std::pair<K, P>> got;
+    for (std::size_t i = 0; i < n; ++i) got.emplace_back(keys.out()[i], payloads.out()[i]);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, reference_merge(runs));
+    EXPECT_TRUE(keys.margins_untouched());
+    EXPECT_TRUE(payloads.margins_untouched());
   });
 }
 
@@ -166,16 +188,78 @@ TYPED_TEST(MultiwayMerge, RejectsMoreThan64Runs) {
   EXPECT_THROW(multiway_merge(too_many, &key, &payload), Error);
 }
 
-// ---------------------------------------------------------------- k >= 5: the per-thread loser tree
-// Each thread of __gnu_parallel::multiway_merge merges its pieces of k >= 5 runs with
-// detail::KeyLoserTree (one thread: all of them, plus the empty guard run). Its cliffs: tree sizes
-// that are not powers of two, runs exhausted while others hold the numeric max key (the value that
-// exhausted leaves hold), and pieces left empty by the splitter.
+// ---------------------------------------------------------------- output stores
+// The per-thread kernels merge blocks of detail::kStageTuples tuples into a stage and stream each
+// block out (MGJOIN_MERGE_STREAMING_STORES): 16-byte stores once the output is 16-byte aligned, word
+// stores for the head and the tail. Outputs at every word offset within a line, and lengths around
+// the block size, must come out whole without a word written outside them.
 
-/// k = 5..17 (every padding of the tree up to 32 leaves), then larger powers of two and neighbours.
+TYPED_TEST(MultiwayMerge, UnalignedOutputsAndLengthsAroundTheStageBlock) {
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  auto key = [&](auto, auto) { return any_key(rng); };
+  constexpr std::int64_t block = detail::kStageTuples;
+  for (std::size_t k : {2, 3, 4, 5, 8}) {
+    for (std::int64_t total : {std::int64_t{1}, block - 1, block, block + 1, 2 * block + 3, std::int64_t{4017}}) {
+      for (std::size_t offset : {0, 1, 3, 5}) {
+        SCOPED_TRACE("k=" + std::to_string(k) + " total=" + std::to_string(total) + " offset=" +
+                     std::to_string(offset));
+        std::vector<std::int64_t> sizes(k, total / std::int64_t(k));
+        sizes[0] += total % std::int64_t(k);
+        expect_merged(make_runs<K, P>(sizes, key), offset);
+      }
+    }
+  }
+}
+
+TYPED_TEST(MultiwayMerge, UnalignedOutputsWithOneLiveRunOrTinyRuns) {
+  // One live run is a streaming copy; runs of 1 and 2 tuples hit the 2-way kernel's last-tuple step.
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
+  auto key = [&](auto, auto) { return any_key(rng); };
+  for (std::size_t offset : {0, 1, 2, 7}) {
+    SCOPED_TRACE("offset=" + std::to_string(offset));
+    expect_merged(make_runs<K, P>({0, 3001, 0}, key), offset);
+    expect_merged(make_runs<K, P>({1, 2999}, key), offset);
+    expect_merged(make_runs<K, P>({2999, 1}, key), offset);
+    expect_merged(make_runs<K, P>({2, 2}, key), offset);
+    expect_merged(make_runs<K, P>({1, 1, 1}, key), offset);
+    expect_merged(make_runs<K, P>({1, 1500, 1, 1500}, key), offset);
+  }
+}
+
+TEST(StreamingStores, CopyOutputAtEveryAlignmentAndLength) {
+  std::vector<std::uint32_t> src32(80);
+  std::vector<std::uint64_t> src64(80);
+  for (std::size_t i = 0; i < src32.size(); ++i) src32[i] = std::uint32_t(i + 1), src64[i] = (i + 1) << 33;
+  for (std::size_t offset = 0; offset < 8; ++offset) {
+    for (std::int64_t n = 0; n <= 40; ++n) {
+      SCOPED_TRACE("offset=" + std::to_string(offset) + " n=" + std::to_string(n));
+      GuardedColumn<std::uint32_t> dst32(std::size_t(n), offset);
+      GuardedColumn<std::uint64_t> dst64(std::size_t(n), offset);
+      detail::copy_output(dst32.out(), src32.data() + 1, n);
+      detail::copy_output(dst64.out(), src64.data() + 1, n);
+      detail::finish_output();
+      EXPECT_TRUE(std::equal(dst32.out(), dst32.out() + n, src32.data() + 1));
+      EXPECT_TRUE(std::equal(dst64.out(), dst64.out() + n, src64.data() + 1));
+      EXPECT_TRUE(dst32.margins_untouched());
+      EXPECT_TRUE(dst64.margins_untouched());
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the per-thread kernels
+// Each thread of __gnu_parallel::multiway_merge merges its pieces of the k runs (one thread: the k
+// runs): k = 2 with detail::two_way_merge, k >= 3 with detail::KeyLoserTree. The tree's cliffs: tree
+// sizes that are not powers of two, runs exhausted while others hold the numeric max key (the value
+// that exhausted leaves hold), and pieces left empty by the splitter.
+
+/// k = 2..17 (every padding of the tree up to 32 leaves), then larger powers of two and neighbours.
 std::vector<std::size_t> many_run_counts() {
   std::vector<std::size_t> ks;
-  for (std::size_t k = 5; k <= 17; ++k) ks.push_back(k);
+  for (std::size_t k = 2; k <= 17; ++k) ks.push_back(k);
   for (std::size_t k : {31, 32, 33, 63, 64}) ks.push_back(k);
   return ks;
 }
@@ -194,7 +278,7 @@ TYPED_TEST(MultiwayMerge, ManyRunsDuplicateHeavy) {
   KP_TYPES;
   std::mt19937_64 rng(test::announce_seed());
   std::uniform_int_distribution<int> few(0, 2);
-  for (std::size_t k : {5, 8, 16, 23, 64}) {
+  for (std::size_t k : {2, 3, 4, 5, 8, 16, 23, 64}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     check_shape<K, P>(test::random_sizes(rng, k, 2000), [&](auto, auto) { return K(few(rng)); });
   }
@@ -204,7 +288,7 @@ TYPED_TEST(MultiwayMerge, ManyRunsAllKeysAtTheNumericLimits) {
   // Max is the key that exhausted leaves hold: real max keys must still all come out.
   KP_TYPES;
   std::mt19937_64 rng(test::announce_seed());
-  for (std::size_t k : {5, 8, 13, 16, 64}) {
+  for (std::size_t k : {2, 3, 4, 5, 8, 13, 16, 64}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     const auto sizes = test::random_sizes(rng, k, 1200);
     check_shape<K, P>(sizes, [](auto, auto) { return std::numeric_limits<K>::max(); });
@@ -219,7 +303,7 @@ TYPED_TEST(MultiwayMerge, ManyRunsEndingInMaxKeysWhileOthersRunOut) {
   std::mt19937_64 rng(test::announce_seed());
   std::uniform_int_distribution<K> small(std::numeric_limits<K>::min(), K(100));
   std::bernoulli_distribution coin(0.3);
-  for (std::size_t k : {5, 8, 16, 64}) {
+  for (std::size_t k : {2, 3, 4, 5, 8, 16, 64}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     check_shape<K, P>(test::random_sizes(rng, k, 1500), [&](std::size_t r, std::int64_t) {
       return r % 2 == 0 && coin(rng) ? std::numeric_limits<K>::max() : small(rng);
@@ -229,7 +313,7 @@ TYPED_TEST(MultiwayMerge, ManyRunsEndingInMaxKeysWhileOthersRunOut) {
 
 TYPED_TEST(MultiwayMerge, ManyRunsDisjointAndInterleaved) {
   KP_TYPES;
-  for (std::size_t k : {5, 8, 16, 64}) {
+  for (std::size_t k : {3, 4, 5, 8, 16, 64}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     const std::vector<std::int64_t> sizes(k, 400);
     check_shape<K, P>(sizes, [](std::size_t r, std::int64_t j) { return K(r * 500 + j); });
@@ -242,7 +326,7 @@ TYPED_TEST(MultiwayMerge, ManyRunsOneLongAndManyShort) {
   KP_TYPES;
   std::mt19937_64 rng(test::announce_seed());
   std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
-  for (std::size_t k : {5, 8, 16, 64}) {
+  for (std::size_t k : {3, 4, 5, 8, 16, 64}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     auto sizes = test::random_sizes(rng, k, 3);
     sizes[k - 1] = 20000;
@@ -251,12 +335,13 @@ TYPED_TEST(MultiwayMerge, ManyRunsOneLongAndManyShort) {
 }
 
 TYPED_TEST(MultiwayMerge, ManyRunsWithEmptyRunsMixedIn) {
-  // Live runs left after dropping the empty ones: 1 (a copy), 2, 4, 5 and 9 (tree sizes 2, 4, 8, 16).
+  // Live runs left after dropping the empty ones: 1 (a copy), 2 (2-way), 3, 4, 5 and 9 (tree sizes 4,
+  // 4, 8, 16).
   KP_TYPES;
   std::mt19937_64 rng(test::announce_seed());
   std::uniform_int_distribution<K> any_key(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
   auto key = [&](auto, auto) { return any_key(rng); };
-  for (std::size_t live : {1, 2, 4, 5, 9}) {
+  for (std::size_t live : {1, 2, 3, 4, 5, 9}) {
     for (std::size_t k : {std::size_t{8}, std::size_t{64}}) {
       if (live > k) continue;
       SCOPED_TRACE("k=" + std::to_string(k) + " live=" + std::to_string(live));
