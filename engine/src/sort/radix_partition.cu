@@ -3,9 +3,10 @@
 // The scatter is one pass of CUB's onesweep radix sort over the digit's 8 bits: a stable sort by one
 // digit is a partition by it. CUB's pass is the paper's algorithm (a digit histogram, then tiles ranked
 // and staged in shared memory and written as contiguous runs per bucket; decoupled look-back stands
-// in for the separate scan of block offsets), tuned per architecture: it ran about 3x faster than our
-// own histogram + scan + scatter kernels (2.5·10^8 8/8 tuples on an H200: ~9 ms before, see
-// PERFORMANCE.md), and it reuses the local sort's six CUB instantiations, so it adds no compile time.
+// in for the separate scan of block offsets), tuned per architecture: it ran 2.2-2.6x faster than our
+// own histogram + scan + scatter kernels (per H200: 2.5·10^8 8/8 tuples 9 -> 4.0 ms, 5·10^8 4/4
+// 12 -> 4.7 ms; PERFORMANCE.md), and it reuses the local sort's six CUB instantiations, so it adds no
+// compile time.
 // The 256 bucket sizes are then read off the partitioned keys by binary search: no extra pass.
 #include "engine/src/sort/radix_partition.hpp"
 
