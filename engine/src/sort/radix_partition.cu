@@ -51,14 +51,6 @@ __global__ void xor_kernel(K* keys, std::int64_t n, K key_xor) {
     keys[i] ^= key_xor;
 }
 
-void copy_columns(const TupleLayout& l, void* keys_to, void* payload_to, const void* keys_from,
-                  const void* payload_from, std::int64_t n, cudaStream_t stream) {
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys_to, keys_from, n * l.key_bytes, cudaMemcpyDeviceToDevice, stream));
-  if (l.payload_bytes)
-    MGJOIN_CUDA_TRY(
-        cudaMemcpyAsync(payload_to, payload_from, n * l.payload_bytes, cudaMemcpyDeviceToDevice, stream));
-}
-
 void bucket_sizes(int key_bytes, const void* keys, std::int64_t n, int shift, std::uint64_t* counts,
                   cudaStream_t stream) {
   if (key_bytes == 4)
@@ -85,8 +77,16 @@ void radix_partition(const TupleLayout& layout, void* keys_in, void* payload_in,
                                     temp.data(), temp.size(), stream);
   // CUB picks the pass count: one 8-bit pass ends in the second buffer, but n < 2 (or another pass
   // count) leaves the tuples in the first one.
-  if (where == SortedIn::Primary) copy_columns(layout, keys_out, payload_out, keys_in, payload_in, n, stream);
+  if (where == SortedIn::Primary) copy_tuples(layout, keys_out, payload_out, keys_in, payload_in, n, stream);
   bucket_sizes(layout.key_bytes, keys_out, n, shift, device_counts, stream);
+}
+
+void copy_tuples(const TupleLayout& l, void* keys_to, void* payload_to, const void* keys_from,
+                 const void* payload_from, std::int64_t n, cudaStream_t stream) {
+  MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys_to, keys_from, n * l.key_bytes, cudaMemcpyDeviceToDevice, stream));
+  if (l.payload_bytes)
+    MGJOIN_CUDA_TRY(
+        cudaMemcpyAsync(payload_to, payload_from, n * l.payload_bytes, cudaMemcpyDeviceToDevice, stream));
 }
 
 void xor_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream) {

@@ -19,6 +19,10 @@ void radix_partition(const TupleLayout& layout, void* keys_in, void* payload_in,
                      void* payload_out, std::int64_t n, int shift, std::uint64_t key_xor,
                      std::uint64_t* device_counts, alloc::DeviceStackAllocator& memory, cudaStream_t stream);
 
+/// Copies n tuples (keys, and payloads unless key-only) between device buffers in stream order.
+void copy_tuples(const TupleLayout& layout, void* keys_to, void* payload_to, const void* keys_from,
+                 const void* payload_from, std::int64_t n, cudaStream_t stream);
+
 /// keys[i] ^= key_xor for i < n (turns flipped signed keys back before they go to the host).
 void xor_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream);
 

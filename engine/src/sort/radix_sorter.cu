@@ -67,7 +67,7 @@ class RadixSorter final : public ChunksetSorter {
   void sort_and_copy_back(State& st, const ExchangePlan& plan, bool overlapped);
   /// Lane (dst, src) has delivered wave w of dst's pulls from src.
   p2p::Event& wave_done(int dst, int src, int wave) {
-    return wave_done_[(static_cast<std::size_t>(dst) * lanes_per_gpu_ + src) * kExchangeWaves + wave];
+    return wave_done_[(dst * exchanged_.size() + src) * kExchangeWaves + wave];  // g = exchanged_.size()
   }
 
   Exchange exchange_;
@@ -79,7 +79,6 @@ class RadixSorter final : public ChunksetSorter {
   std::vector<p2p::Event> lane_done_;    // [dst * g + src]
   std::vector<p2p::Event> lanes_start_;  // per GPU: its partition is done (lanes may read and write)
   std::vector<p2p::Event> wave_done_;    // see wave_done()
-  std::size_t lanes_per_gpu_ = 0;        // g
 };
 
 void begin_exchange_timeline(std::span<GpuChunk> gpus) {
@@ -113,7 +112,6 @@ bool has_spare_buffers(std::span<const GpuChunk> gpus) {
 
 void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
   if (exchanged_.size() == gpus.size()) return;
-  lanes_per_gpu_ = gpus.size();
   exchanged_.clear();
   unit_ready_.clear();
   lanes_.clear();
@@ -221,12 +219,8 @@ void RadixSorter::refine_spanning(State& st, std::span<const std::size_t> spanni
                         at(c.keys, offset, layout.key_bytes), at(c.payload, offset, layout.payload_bytes), n,
                         st.key_bits - b.bits - kRadixBits, 0, st.device_counts[d].data() + next * kRadixBuckets,
                         *c.memory, c.compute);
-        MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(c.alt_keys, offset, layout.key_bytes), at(c.keys, offset, layout.key_bytes),
-                                        n * layout.key_bytes, cudaMemcpyDeviceToDevice, c.compute));
-        if (layout.payload_bytes)
-          MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(c.alt_payload, offset, layout.payload_bytes),
-                                          at(c.payload, offset, layout.payload_bytes), n * layout.payload_bytes,
-                                          cudaMemcpyDeviceToDevice, c.compute));
+        copy_tuples(layout, at(c.alt_keys, offset, layout.key_bytes), at(c.alt_payload, offset, layout.payload_bytes),
+                    at(c.keys, offset, layout.key_bytes), at(c.payload, offset, layout.payload_bytes), n, c.compute);
         ++next;
       }
       offset += st.buckets[l].counts[d];

@@ -217,9 +217,10 @@ std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, cons
 
   const auto start = std::chrono::steady_clock::now();
   auto sorter = make_sorter(strategy, exchange, nccl, g);
+  const TupleLayout widest = widest_layout(rels);
   Pipelines gpus;
   for (int d = 0; d < g; ++d)
-    gpus.push_back(std::make_unique<GpuPipeline>(devices[d], *device_memory[d], plan.chunk_capacity, widest_layout(rels)));
+    gpus.push_back(std::make_unique<GpuPipeline>(devices[d], *device_memory[d], plan.chunk_capacity, widest));
   Timelines timelines;
   std::vector<std::vector<PartTimeline*>> timeline_of(k);  // [chunkset][gpu]
   for (int i = 0; i < k; ++i)
