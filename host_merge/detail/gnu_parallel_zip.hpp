@@ -7,9 +7,9 @@
 //   2. the per-thread kernels, which each thread runs on its pieces of the k runs. For
 //      detail::UnstableKeyLess (the merges host_merge::multiway_merge starts): k = 2 takes
 //      detail::two_way_merge (branch-free; an ADL overload of __merge_advance), k >= 3
-//      detail::KeyLoserTree (key_loser_tree.hpp: nodes of run index + key, no tuple copies, no
-//      sup-flag tests, branch-free; at k = 3 as fast as libstdc++'s unrolled code on one thread, at
-//      k = 4 ~10% faster). Both write through streaming stores (streaming_store.hpp). Any
+//      detail::tree_merge (tree_merge.hpp: loser trees without tuple copies or sup-flag tests,
+//      branch-free, prefetching each run; 8-byte keys on a KeyLoserTree, 4-byte keys on two
+//      PackedLoserTrees in lockstep). Both write through streaming stores (streaming_store.hpp). Any
 //      other comparator, or Stable, keeps libstdc++'s kernels and plain stores; its _LoserTree's &*it
 //      filler for exhausted runs becomes a value-initialized one (never compared: exhausted runs carry
 //      the sup flag).
@@ -32,8 +32,8 @@
 #include <utility>
 #include <vector>
 
-#include "host_merge/detail/key_loser_tree.hpp"
 #include "host_merge/detail/streaming_store.hpp"
+#include "host_merge/detail/tree_merge.hpp"
 #include "host_merge/detail/two_way_merge.hpp"
 
 namespace mgjoin::host_merge {
@@ -74,13 +74,13 @@ Out loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end, Out targe
 }
 
 /// The k >= 5 kernel for KeyLess: drops the empty runs (the guard run, and per-thread pieces that the
-/// splitter left empty), then merges the rest on a KeyLoserTree. Advances each sequence's begin, as
+/// splitter left empty), then merges the rest on a loser tree (LoserTreeFor). Advances each sequence's begin, as
 /// libstdc++'s kernels do. nullopt (nothing done) when more runs are live than the tree takes.
 template <class K, class P, class Diff>
 std::optional<ZipIterator<K, P>> key_loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end,
                                                       ZipIterator<K, P> target, Diff length) {
-  using Tree = KeyLoserTree<K, P>;
-  typename Tree::Cursor runs[kKeyLoserTreeMaxLeaves];
+  using Tree = LoserTreeFor<K, P>;
+  RunCursor<K, P> runs[kKeyLoserTreeMaxLeaves];
   ZipSeq<K, P>* seq_of[kKeyLoserTreeMaxLeaves];
   int m = 0;
   std::int64_t total = 0;
@@ -97,10 +97,12 @@ std::optional<ZipIterator<K, P>> key_loser_tree_merge(ZipSeq<K, P>* seqs_begin, 
     copy_output(target.keys(), runs[0].key, n);
     copy_output(target.payloads(), runs[0].payload, n);
     seq_of[0]->first += n;
+  } else if (n == total) {  // libstdc++'s threads always take their pieces whole
+    tree_merge<Tree>(runs, m, target.keys(), target.payloads(), n);
+    for (int i = 0; i < m; ++i) seq_of[i]->first = seq_of[i]->second;
   } else {
     Tree tree(runs, m);
-    merge_through_stage(target.keys(), target.payloads(), n,
-                        [&](K* keys, P* payloads, std::int64_t block) { tree.merge(keys, payloads, block); });
+    merge_one_tree(tree, target.keys(), target.payloads(), n);
     for (int i = 0; i < m; ++i) seq_of[i]->first += tree.cursor(i).key - runs[i].key;
   }
   finish_output();

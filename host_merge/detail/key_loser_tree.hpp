@@ -29,16 +29,71 @@ namespace mgjoin::host_merge::detail {
 /// Largest leaf count (runs per thread) the kernel takes; more falls back to libstdc++'s tree.
 inline constexpr int kKeyLoserTreeMaxLeaves = 64;
 
+#ifndef MGJOIN_MERGE_PREFETCH_BYTES
+#define MGJOIN_MERGE_PREFETCH_BYTES 512
+#endif
+/// How far ahead of a run's cursor the tree kernels prefetch its key and payload columns, each time
+/// the run wins (0: no software prefetch). At k = 8 each of 64 threads reads 16 streams, which the
+/// hardware prefetchers do not cover: on the x4 host, 512 bytes took 8/8 k = 8 from 45-50% to 83-89% of
+/// memcpy bandwidth (PERFORMANCE.md).
+inline constexpr std::size_t kMergePrefetchBytes = MGJOIN_MERGE_PREFETCH_BYTES;
+
+/// Position of one run in a tree merge; the key and payload cursors move together.
+template <class K, class P>
+struct RunCursor {
+  K* key;
+  P* payload;
+  const K* end;
+};
+
+/// Prefetches run's columns kMergePrefetchBytes ahead of its cursor. A prefetch never faults, so the
+/// address may lie past the run's end; it is computed as an integer, not by pointer arithmetic.
+template <class K, class P>
+inline void prefetch_ahead(const RunCursor<K, P>& run) {
+  if constexpr (kMergePrefetchBytes > 0) {
+    auto ahead = [](const void* p) {
+      return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kMergePrefetchBytes);
+    };
+    __builtin_prefetch(ahead(run.key));
+    __builtin_prefetch(ahead(run.payload));
+  }
+}
+
+/// Calls f(std::integral_constant<int, levels>{}) for a tree depth of 1..6 (the kernels unroll their
+/// replay over a compile-time depth; kKeyLoserTreeMaxLeaves = 64 leaves need at most 6).
+template <class F>
+decltype(auto) with_levels(int levels, F&& f) {
+  switch (levels) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    default: return f(std::integral_constant<int, 6>{});
+  }
+}
+
+/// Copies a tree's runs out in leaf order once every live run holds only max keys (then any order is
+/// a sorted one): `length` tuples into the output columns.
+template <class K, class P>
+void drain_max_keys(RunCursor<K, P>* runs, int leaves, K* out_keys, P* out_payloads, std::int64_t length) {
+  std::int64_t written = 0;
+  for (int i = 0; i < leaves && written < length; ++i) {
+    RunCursor<K, P>& run = runs[i];
+    const std::int64_t n = std::min<std::int64_t>(run.end - run.key, length - written);
+    std::copy(run.key, run.key + n, out_keys + written);
+    std::copy(run.payload, run.payload + n, out_payloads + written);
+    run.key += n;
+    run.payload += n;
+    written += n;
+  }
+}
+
 /// A tournament (loser) tree over at most kKeyLoserTreeMaxLeaves runs of (key, payload) columns.
 template <class K, class P>
 class KeyLoserTree {
  public:
-  /// Position of one run; the key and payload cursors move together.
-  struct Cursor {
-    K* key;
-    P* payload;
-    const K* end;
-  };
+  using Cursor = RunCursor<K, P>;
 
   /// Takes m >= 2 non-empty runs (m <= kKeyLoserTreeMaxLeaves) and plays the first tournament.
   KeyLoserTree(const Cursor* runs, int m) : levels_(ceil_log2(m)), leaves_(1 << levels_) {
@@ -54,14 +109,7 @@ class KeyLoserTree {
 
   /// Writes the `length` smallest remaining tuples to out_keys/out_payloads (length <= tuples left).
   void merge(K* out_keys, P* out_payloads, std::int64_t length) {
-    switch (levels_) {
-      case 1: return merge_levels<1>(out_keys, out_payloads, length);
-      case 2: return merge_levels<2>(out_keys, out_payloads, length);
-      case 3: return merge_levels<3>(out_keys, out_payloads, length);
-      case 4: return merge_levels<4>(out_keys, out_payloads, length);
-      case 5: return merge_levels<5>(out_keys, out_payloads, length);
-      default: return merge_levels<6>(out_keys, out_payloads, length);
-    }
+    with_levels(levels_, [&](auto levels) { merge_levels<levels()>(out_keys, out_payloads, length); });
   }
 
   /// Where run i stands now (i < m of the constructor).
@@ -69,7 +117,7 @@ class KeyLoserTree {
 
  private:
   static_assert(std::is_integral_v<K>, "numeric max must be the largest key (no floating-point keys)");
-  static_assert(kKeyLoserTreeMaxLeaves == 64, "merge() dispatches depths 1..6");
+  static_assert(kKeyLoserTreeMaxLeaves == 64, "with_levels() dispatches depths 1..6");
   static constexpr K kMax = std::numeric_limits<K>::max();
   using U = std::make_unsigned_t<K>;  // for branch-free selects on the key bits
 
@@ -118,12 +166,13 @@ class KeyLoserTree {
       if (run.key == run.end) [[unlikely]] {  // an empty leaf won: only max keys are left
         loser_key[0] = wk;
         loser_leaf[0] = w;
-        return drain_max_keys(out_keys + i, out_payloads + i, length - i);
+        return drain_max_keys(cursor_, leaves_, out_keys + i, out_payloads + i, length - i);
       }
       out_keys[i] = wk;
       out_payloads[i] = *run.payload;
       ++run.key;
       ++run.payload;
+      prefetch_ahead(run);
       // The winner's next key comes from next_ (an L1 hit), not from its run: that keeps the load
       // from the run's column off the dependency chain from one output tuple to the next.
       wk = next[w];
@@ -148,20 +197,6 @@ class KeyLoserTree {
     }
     loser_key[0] = wk;
     loser_leaf[0] = w;
-  }
-
-  /// Every live run holds only max keys now: copies them out in run order (any order is valid).
-  void drain_max_keys(K* out_keys, P* out_payloads, std::int64_t length) {
-    std::int64_t written = 0;
-    for (int i = 0; i < leaves_ && written < length; ++i) {
-      Cursor& run = cursor_[i];
-      const std::int64_t n = std::min<std::int64_t>(run.end - run.key, length - written);
-      std::copy(run.key, run.key + n, out_keys + written);
-      std::copy(run.payload, run.payload + n, out_payloads + written);
-      run.key += n;
-      run.payload += n;
-      written += n;
-    }
   }
 
   int levels_;
