@@ -6,6 +6,7 @@
 //                                                      (10^8 x 10^9, 4-byte keys) on g = 1, 2, 4
 //   bench_join_phase --workload B --scale 0.1 --gpus 1,2 --output count --timeline --json
 #include "alloc/stack_allocator.hpp"
+#include "alloc/stack_set.hpp"
 #include "apps/benchmarks/pcie_rate.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "p2p/device.hpp"
@@ -199,21 +200,15 @@ void print_timeline(const std::vector<StreamTimelineEntry>& t) {
 
 nlohmann::json bench_one(const Workload& w, int g, const Options& o, HostColumn& r, HostColumn& s) {
   std::vector<int> devices;
-  std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
-  std::vector<alloc::DeviceStackAllocator*> memory;
+  alloc::StackSet<alloc::DeviceStackAllocator> memory;
   for (int d = 0; d < g; ++d) {
     devices.push_back(d);
-    stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, static_cast<std::size_t>(o.gpu_gib * (1ull << 30))));
-    memory.push_back(stacks.back().get());
+    memory.add(d, static_cast<std::size_t>(o.gpu_gib * (1ull << 30)));
   }
   // Each GPU's ranges land in its own mapped pinned stack; ranges beyond it are redone on the CPU.
   const std::size_t range_bytes = o.output == OutputMode::Count ? (1 << 20) : static_cast<std::size_t>(o.range_gib * (1ull << 30));
-  std::vector<std::unique_ptr<alloc::PinnedStackAllocator>> range_stacks;
-  std::vector<alloc::PinnedStackAllocator*> range_memory;
-  for (int d = 0; d < g; ++d) {
-    range_stacks.push_back(std::make_unique<alloc::PinnedStackAllocator>(range_bytes, true));
-    range_memory.push_back(range_stacks.back().get());
-  }
+  alloc::StackSet<alloc::PinnedStackAllocator> range_memory;
+  for (int d = 0; d < g; ++d) range_memory.add(range_bytes, /*mapped=*/true);
 
   const std::uint64_t key_bytes = r.bytes() + s.bytes();
   // The floor: every key crosses PCIe once at the rate all g GPUs reach together (measured now).
@@ -221,7 +216,7 @@ nlohmann::json bench_one(const Workload& w, int g, const Options& o, HostColumn&
   const std::uint64_t probe =
       std::max<std::uint64_t>(1, std::min<std::uint64_t>(1ull << 30, larger.bytes() / static_cast<std::uint64_t>(g)));
   const double h2d_rate = static_cast<double>(probe) * g /
-                          bench::measured_copy_seconds(devices, larger.as<std::byte>(), probe, memory, cudaMemcpyHostToDevice);
+                          bench::measured_copy_seconds(devices, larger.as<std::byte>(), probe, memory.view(), cudaMemcpyHostToDevice);
   const double floor = static_cast<double>(key_bytes) / h2d_rate;
 
   detail::JoinPhaseOptions options;
@@ -231,7 +226,7 @@ nlohmann::json bench_one(const Workload& w, int g, const Options& o, HostColumn&
   for (int rep = 0; rep <= o.repeats; ++rep) {  // rep 0 warms up
     std::vector<PhaseStat> stats;
     const auto t0 = std::chrono::steady_clock::now();
-    JoinPhaseResult result = detail::join_phase(r.view(), s.view(), devices, memory, range_memory, o.output, stats, options);
+    JoinPhaseResult result = detail::join_phase(r.view(), s.view(), devices, memory.view(), range_memory.view(), o.output, stats, options);
     const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rep > 0) runs.push_back(summarize(result, stats, total));
   }

@@ -2,6 +2,8 @@
 // The PCIe rate a benchmark's floor should use: measured in the same run, since the lent machines
 // differ (DEVICE.md lists ~205 GB/s host-to-device with 4 GPUs; some hosts give ~170).
 #include "alloc/stack_allocator.hpp"
+
+#include <span>
 #include "p2p/device.hpp"
 
 #include <mgjoin/error.hpp>
@@ -21,7 +23,7 @@ namespace mgjoin::bench {
 /// or device-to-host): the slowest GPU, median of 3 after a warm-up. GPU i copies its own slice i of
 /// `host`, as the sort phase does.
 inline double measured_copy_seconds(const std::vector<int>& devices, std::byte* host, std::uint64_t bytes_per_gpu,
-                                    const std::vector<alloc::DeviceStackAllocator*>& memory, cudaMemcpyKind kind) {
+                                    std::span<alloc::DeviceStackAllocator* const> memory, cudaMemcpyKind kind) {
   std::vector<double> times;
   for (int rep = 0; rep < 4; ++rep) {
     std::vector<std::thread> pool;

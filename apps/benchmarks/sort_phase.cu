@@ -6,6 +6,7 @@
 // The merge strategy has no exchange choice (its block swaps are P2P copies): it runs once per g, and
 // only where g is a power of two.
 #include "alloc/stack_allocator.hpp"
+#include "alloc/stack_set.hpp"
 #include "apps/benchmarks/pcie_rate.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
@@ -119,7 +120,7 @@ Options parse(int argc, char** argv) {
 /// The H2D + D2H floor of `bytes` on these GPUs at the rates they reach together now (1 GiB per GPU,
 /// or the chunk if smaller, from and to the relation's pinned key column).
 double measured_floor_seconds(double bytes, Relation& rel, const std::vector<int>& devices,
-                              const std::vector<alloc::DeviceStackAllocator*>& stacks) {
+                              std::span<alloc::DeviceStackAllocator* const> stacks) {
   const auto g = static_cast<std::uint64_t>(devices.size());
   const std::uint64_t probe = std::max<std::uint64_t>(1, std::min<std::uint64_t>(1ull << 30, rel.key.bytes() / g));
   std::byte* host = rel.key.as<std::byte>();
@@ -132,7 +133,7 @@ double measured_floor_seconds(double bytes, Relation& rel, const std::vector<int
 
 /// One (g, strategy, exchange) case: warm-up, then the median of `reps` runs of each part.
 nlohmann::json bench_case(Relation& rel, std::int64_t tuples, int width, const sort::SortPlan& plan,
-                          const std::vector<int>& devices, const std::vector<alloc::DeviceStackAllocator*>& stacks,
+                          const std::vector<int>& devices, std::span<alloc::DeviceStackAllocator* const> stacks,
                           SortStrategy strategy, Exchange exchange, const p2p::NcclComms* nccl, int reps,
                           double measured_floor) {
   const int g = static_cast<int>(devices.size());
@@ -185,16 +186,12 @@ int main(int argc, char** argv) {
       std::vector<int> devices(g);
       std::iota(devices.begin(), devices.end(), 0);
       const auto plan = sort::plan_sort_on_devices(rel.view(), rel.view(), devices, 0);
-      std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
-      std::vector<alloc::DeviceStackAllocator*> stack_ptrs;
-      for (const int d : devices) {
-        stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, plan.device_bytes));
-        stack_ptrs.push_back(stacks.back().get());
-      }
+      alloc::StackSet<alloc::DeviceStackAllocator> stacks;
+      for (const int d : devices) stacks.add(d, plan.device_bytes);
       p2p::PeerAccess peers(devices);
       std::unique_ptr<p2p::NcclComms> nccl;
       const double measured_floor =
-          measured_floor_seconds(static_cast<double>(tuples) * 2 * width, rel, devices, stack_ptrs);
+          measured_floor_seconds(static_cast<double>(tuples) * 2 * width, rel, devices, stacks.view());
       for (const auto strategy : opt.strategies) {
         if (strategy == SortStrategy::Merge && !sort::merge_sort_supported(g)) continue;
         // The merge strategy swaps blocks with P2P copies: one run per g, labelled "p2p".
@@ -202,7 +199,7 @@ int main(int argc, char** argv) {
             strategy == SortStrategy::Merge ? std::vector{Exchange::CopyEngines} : opt.exchanges;
         for (const auto exchange : exchanges) {
           if (exchange == Exchange::Nccl && !nccl) nccl = std::make_unique<p2p::NcclComms>(devices);
-          out.push_back(bench_case(rel, tuples, width, plan, devices, stack_ptrs, strategy, exchange, nccl.get(), opt.reps,
+          out.push_back(bench_case(rel, tuples, width, plan, devices, stacks.view(), strategy, exchange, nccl.get(), opt.reps,
                                    measured_floor));
         }
       }

@@ -4,6 +4,7 @@
 #include <mgjoin/error.hpp>
 
 #include "alloc/stack_allocator.hpp"
+#include "alloc/stack_set.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/merge_phase.hpp"
@@ -125,35 +126,28 @@ struct Engine::Impl {
   std::uint64_t device_bytes = 0;
   std::optional<topology::TuningFile> tuning;
   p2p::PeerAccess peers;
-  std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
-  std::vector<alloc::DeviceStackAllocator*> stack_ptrs;
+  alloc::StackSet<alloc::DeviceStackAllocator> stacks;
   std::unique_ptr<p2p::NcclComms> nccl;
   topology::Topology topo;
   /// One mapped pinned range stack per GPU, on that GPU's NUMA node: its kernels write there.
-  std::vector<std::unique_ptr<alloc::PinnedStackAllocator>> range_stacks;
-  std::vector<alloc::PinnedStackAllocator*> range_ptrs;
+  alloc::StackSet<alloc::PinnedStackAllocator> range_stacks;
   detail::MergeBuffers merge_buffers;
 
   Impl(std::vector<int> set, std::uint64_t bytes, std::optional<topology::TuningFile> tuning_file,
        topology::Topology topology)
       : devices(std::move(set)), device_bytes(bytes), tuning(std::move(tuning_file)), peers(devices),
         topo(std::move(topology)) {
-    for (const int d : devices) {
-      stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, device_bytes));
-      stack_ptrs.push_back(stacks.back().get());
-    }
+    for (const int d : devices) stacks.add(d, device_bytes);
     make_range_stacks(kMinRangeBytes);
   }
 
   /// (Re)creates the range stacks with `bytes` each; pinning touches every page, so each stack is
   /// made under its GPU's NUMA memory policy (a no-op on one node).
   void make_range_stacks(std::uint64_t bytes) {
-    range_ptrs.clear();
     range_stacks.clear();
     for (const int d : devices) {
       const topology::ScopedGpuNumaMemory near(topo, d);
-      range_stacks.push_back(std::make_unique<alloc::PinnedStackAllocator>(bytes, /*mapped=*/true));
-      range_ptrs.push_back(range_stacks.back().get());
+      range_stacks.add(bytes, /*mapped=*/true);
     }
   }
 
@@ -198,7 +192,7 @@ struct Engine::Impl {
     const auto rows = static_cast<std::uint64_t>(r.size()), srows = static_cast<std::uint64_t>(s.size());
     const std::uint64_t ranges = std::min({rows, srows, (rows + srows + 2 * g - 1) / (2 * g) + 1});
     const std::uint64_t bound = std::min(kMaxRangeBytes / g, ranges * sizeof(MatchRange) + kMinRangeBytes);
-    if (range_stacks.front()->capacity() >= bound) return;
+    if (range_stacks[0].capacity() >= bound) return;
     make_range_stacks(bound);
   }
 };
@@ -263,7 +257,7 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
   progress("sort", 0);
   std::vector<PhaseStat> sort_stats;
   const RelationView both[] = {r, s};
-  const auto sorted = sort::sort_phase(both, plan, e.devices, e.stack_ptrs, strategy, options.exchange, comms, sort_stats);
+  const auto sorted = sort::sort_phase(both, plan, e.devices, e.stacks.view(), strategy, options.exchange, comms, sort_stats);
   add_phases(phase_stats, sort_stats);
   double merge_seconds = 0;
   for (int i = 0; i < 2; ++i) {
@@ -280,7 +274,7 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
   e.reserve_ranges(r, s, options.output);
   const OutputMode gpu_output = options.output == OutputMode::Count ? OutputMode::Count : OutputMode::Ranges;
   detail::JoinPhaseResult joined =
-      detail::join_phase(r.key, s.key, e.devices, e.stack_ptrs, e.range_ptrs, gpu_output, phase_stats,
+      detail::join_phase(r.key, s.key, e.devices, e.stacks.view(), e.range_stacks.view(), gpu_output, phase_stats,
                          {.topology = &e.topo});
   result.count = joined.count;
 

@@ -146,7 +146,9 @@ struct SmallKSwitch {
 
 /// The k = 2 per-thread kernel (found by ADL from __gnu_parallel::__sequential_multiway_merge, more
 /// specialized than libstdc++'s __merge_advance): detail::two_way_merge, stable like the kernel it
-/// replaces. Advances begin1 and begin2 past the tuples written.
+/// replaces. Advances begin1 and begin2 past the tuples written. Its name is reserved to the
+/// implementation; it is declared here anyway because an ADL overload of it is the only hook that
+/// libstdc++ leaves for the 2-way kernel (there is no switch class to specialize, as for k = 3, 4, k).
 template <class K, class P, class Diff>
 ZipIterator<K, P> __merge_advance(ZipIterator<K, P>& begin1, ZipIterator<K, P> end1, ZipIterator<K, P>& begin2,
                                   ZipIterator<K, P> end2, ZipIterator<K, P> target, Diff max_length,

@@ -5,6 +5,7 @@
 #include "engine/src/join/join_pipeline.hpp"
 
 #include "alloc/stack_allocator.hpp"
+#include "alloc/stack_set.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 #include "join/join_reference.hpp"
@@ -41,17 +42,13 @@ std::vector<MatchRange> reference_ranges(const std::vector<Key>& r, const std::v
 /// Device stacks and mapped pinned range stacks for GPUs 0..g-1.
 struct Machine {
   std::vector<int> ids;
-  std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
-  std::vector<alloc::DeviceStackAllocator*> memory;
-  std::vector<std::unique_ptr<alloc::PinnedStackAllocator>> range_stacks;
-  std::vector<alloc::PinnedStackAllocator*> ranges;
+  alloc::StackSet<alloc::DeviceStackAllocator> memory;
+  alloc::StackSet<alloc::PinnedStackAllocator> ranges;
   Machine(int g, std::size_t device_bytes, std::size_t range_bytes) {
     for (int d = 0; d < g; ++d) {
       ids.push_back(d);
-      stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, device_bytes));
-      memory.push_back(stacks.back().get());
-      range_stacks.push_back(std::make_unique<alloc::PinnedStackAllocator>(range_bytes, true));
-      ranges.push_back(range_stacks.back().get());
+      memory.add(d, device_bytes);
+      ranges.add(range_bytes, /*mapped=*/true);
     }
   }
 };
@@ -69,7 +66,7 @@ JoinPhaseResult run_phase(const std::vector<Key>& r, const std::vector<Key>& s, 
   std::vector<PhaseStat> stats;
   JoinPhaseOptions options;
   options.max_subpartition_rows = c.max_subpartition_rows;
-  JoinPhaseResult result = join_phase(view(r), view(s), m.ids, m.memory, m.ranges, c.output, stats, options);
+  JoinPhaseResult result = join_phase(view(r), view(s), m.ids, m.memory.view(), m.ranges.view(), c.output, stats, options);
   EXPECT_EQ(stats.size(), 3u);
   // Every stream buffer and range region went back to its stack.
   for (auto* d : m.memory) EXPECT_EQ(d->used(), 0u);

@@ -75,7 +75,9 @@ Simulation simulate(std::vector<Keys> secondary, int key_bits, std::int64_t chun
         EXPECT_GE(*it, u.lowest_key);
         EXPECT_LE(*it, u.highest_key);
         // The local sort only sorts bits below end_bit: the bits above must all agree.
-        if (u.end_bit() < 64) EXPECT_EQ(*it >> u.end_bit(), u.lowest_key >> u.end_bit());
+        if (u.end_bit() < 64) {
+          EXPECT_EQ(*it >> u.end_bit(), u.lowest_key >> u.end_bit());
+        }
       }
       std::sort(first, last);
     }
@@ -197,7 +199,9 @@ TEST(BucketFusing, SmallNeighboursFuseBelowGammaAndLargeBucketsStandAlone) {
   std::int64_t total = 0;
   for (const auto& u : units) {
     total += u.count;
-    if (u.count != 50'000) EXPECT_LT(u.count, 1000 + 1);
+    if (u.count != 50'000) {
+      EXPECT_LT(u.count, 1000 + 1);
+    }
   }
   EXPECT_EQ(total, bounds[1]);
   EXPECT_TRUE(std::any_of(units.begin(), units.end(), [](const SortUnit& u) { return u.count == 50'000; }));

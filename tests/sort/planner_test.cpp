@@ -27,7 +27,9 @@ SortPlanInput input(std::int64_t r, std::int64_t s, std::vector<std::uint64_t>& 
 
 void expect_covers(const SortPlan& p, std::int64_t rows, int k) {
   EXPECT_GE(static_cast<std::int64_t>(k) * p.gpus * p.chunk, rows);
-  if (k > 1) EXPECT_LT(static_cast<std::int64_t>(k - 1) * p.gpus * p.chunk, rows);
+  if (k > 1) {
+    EXPECT_LT(static_cast<std::int64_t>(k - 1) * p.gpus * p.chunk, rows);
+  }
   // Every chunkset of an even split fits the chunk on every GPU.
   for (int i = 0; i < k; ++i) {
     const auto cs = even_part(rows, k, i);
@@ -118,7 +120,9 @@ TEST(Planner, EvenPartsDifferByAtMostOneRow) {
       std::int64_t total = 0, smallest = INT64_MAX, largest = 0;
       for (std::int64_t i = 0; i < parts; ++i) {
         const auto r = even_part(n, parts, i);
-        if (i > 0) EXPECT_EQ(r.begin, even_part(n, parts, i - 1).end);
+        if (i > 0) {
+          EXPECT_EQ(r.begin, even_part(n, parts, i - 1).end);
+        }
         total += r.size();
         smallest = std::min(smallest, r.size());
         largest = std::max(largest, r.size());

@@ -7,6 +7,7 @@
 #include "p2p/peer_access.hpp"
 
 #include "alloc/stack_allocator.hpp"
+#include "alloc/stack_set.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 
@@ -81,17 +82,13 @@ void run_sort(Shape shape, std::size_t n, int g, Memory memory, Exchange exchang
     EXPECT_GE(k, 3);
   }
 
-  std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
-  std::vector<alloc::DeviceStackAllocator*> stack_ptrs;
-  for (const int d : devices) {
-    stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, plan.device_bytes));
-    stack_ptrs.push_back(stacks.back().get());
-  }
+  alloc::StackSet<alloc::DeviceStackAllocator> stacks;
+  for (const int d : devices) stacks.add(d, plan.device_bytes);
   p2p::PeerAccess peers(devices);
   std::unique_ptr<p2p::NcclComms> nccl;
   if (exchange == Exchange::Nccl) nccl = std::make_unique<p2p::NcclComms>(devices);
   std::vector<PhaseStat> stats;
-  const auto result = sort_phase(rel, plan, devices, stack_ptrs, SortStrategy::Radix, exchange, nccl.get(), stats);
+  const auto result = sort_phase(rel, plan, devices, stacks.view(), SortStrategy::Radix, exchange, nccl.get(), stats);
 
   ASSERT_EQ(static_cast<int>(result.runs.size()), k);
   std::int64_t next = 0;

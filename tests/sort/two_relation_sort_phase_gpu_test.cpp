@@ -9,6 +9,7 @@
 #include "p2p/peer_access.hpp"
 
 #include "alloc/stack_allocator.hpp"
+#include "alloc/stack_set.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 
@@ -90,15 +91,11 @@ void run_two_relations(int g, SortStrategy strategy, bool several_chunksets) {
     EXPECT_GT(k_s, k_r);
   }
 
-  std::vector<std::unique_ptr<alloc::DeviceStackAllocator>> stacks;
-  std::vector<alloc::DeviceStackAllocator*> stack_ptrs;
-  for (const int d : devices) {
-    stacks.push_back(std::make_unique<alloc::DeviceStackAllocator>(d, plan.device_bytes));
-    stack_ptrs.push_back(stacks.back().get());
-  }
+  alloc::StackSet<alloc::DeviceStackAllocator> stacks;
+  for (const int d : devices) stacks.add(d, plan.device_bytes);
   p2p::PeerAccess peers(devices);
   std::vector<PhaseStat> stats;
-  const auto results = sort_phase(rels, plan, devices, stack_ptrs, strategy, Exchange::CopyEngines, nullptr, stats);
+  const auto results = sort_phase(rels, plan, devices, stacks.view(), strategy, Exchange::CopyEngines, nullptr, stats);
   ASSERT_EQ(results.size(), 2u);
   r.expect_sorted_runs(results[0], k_r);
   s.expect_sorted_runs(results[1], k_s);
