@@ -136,9 +136,10 @@ TEST(BucketDistribution, AllKeysEqualAreSplitByCount) {
   for (int g : {1, 2, 3, 4}) {
     const auto sim = check_sort(Keys(10'007, 42), g, 64);
     for (int d = 0; d < g; ++d) EXPECT_LE(std::llabs(sim.plan.dest_sizes[d] - 10'007 / g), 1);
-    if (g > 1)  // refined down to the key itself: a single key needs no local sort
+    if (g > 1) {  // refined down to the key itself: a single key needs no local sort
       for (const auto& units : sim.plan.units)
         for (const auto& u : units) EXPECT_EQ(u.end_bit(), 0);
+    }
   }
   check_sort(Keys(999, 7), 3, 32);
 }
