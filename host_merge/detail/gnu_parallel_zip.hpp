@@ -79,7 +79,6 @@ Out loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end, Out targe
 template <class K, class P, class Diff>
 std::optional<ZipIterator<K, P>> key_loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end,
                                                       ZipIterator<K, P> target, Diff length) {
-  using Tree = LoserTreeFor<K, P>;
   RunCursor<K, P> runs[kKeyLoserTreeMaxLeaves];
   ZipSeq<K, P>* seq_of[kKeyLoserTreeMaxLeaves];
   int m = 0;
@@ -97,13 +96,9 @@ std::optional<ZipIterator<K, P>> key_loser_tree_merge(ZipSeq<K, P>* seqs_begin, 
     copy_output(target.keys(), runs[0].key, n);
     copy_output(target.payloads(), runs[0].payload, n);
     seq_of[0]->first += n;
-  } else if (n == total) {  // libstdc++'s threads always take their pieces whole
-    tree_merge<Tree>(runs, m, target.keys(), target.payloads(), n);
-    for (int i = 0; i < m; ++i) seq_of[i]->first = seq_of[i]->second;
   } else {
-    Tree tree(runs, m);
-    merge_one_tree(tree, target.keys(), target.payloads(), n);
-    for (int i = 0; i < m; ++i) seq_of[i]->first += tree.cursor(i).key - runs[i].key;
+    tree_merge<LoserTreeFor<K, P>>(runs, m, target.keys(), target.payloads(), n);
+    for (int i = 0; i < m; ++i) seq_of[i]->first = make_zip(runs[i].key, runs[i].payload);
   }
   finish_output();
   return target + n;

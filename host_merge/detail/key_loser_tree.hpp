@@ -59,6 +59,20 @@ inline void prefetch_ahead(const RunCursor<K, P>& run) {
   }
 }
 
+/// Levels of a tree over m >= 2 runs: its leaf count is the next power of two (padding leaves).
+inline int tree_levels(int m) {
+  int levels = 1;
+  while ((1 << levels) < m) ++levels;
+  return levels;
+}
+
+/// The key after run's head, or the key type's max when the head is the run's last tuple (what an
+/// exhausted leaf holds).
+template <class K, class P>
+inline K key_after_head(const RunCursor<K, P>& run) {
+  return run.end - run.key > 1 ? run.key[1] : std::numeric_limits<K>::max();
+}
+
 /// Calls f(std::integral_constant<int, levels>{}) for a tree depth of 1..6 (the kernels unroll their
 /// replay over a compile-time depth; kKeyLoserTreeMaxLeaves = 64 leaves need at most 6).
 template <class F>
@@ -96,13 +110,13 @@ class KeyLoserTree {
   using Cursor = RunCursor<K, P>;
 
   /// Takes m >= 2 non-empty runs (m <= kKeyLoserTreeMaxLeaves) and plays the first tournament.
-  KeyLoserTree(const Cursor* runs, int m) : levels_(ceil_log2(m)), leaves_(1 << levels_) {
+  KeyLoserTree(const Cursor* runs, int m) : levels_(tree_levels(m)), leaves_(1 << levels_) {
     K head[kKeyLoserTreeMaxLeaves];
     for (int i = 0; i < leaves_; ++i) {
       // Padding leaves are empty runs: key max, cursor == end (never read).
       cursor_[i] = i < m ? runs[i] : Cursor{nullptr, nullptr, nullptr};
       head[i] = i < m ? runs[i].key[0] : kMax;
-      next_[i] = i < m && runs[i].end - runs[i].key > 1 ? runs[i].key[1] : kMax;
+      next_[i] = i < m ? key_after_head(runs[i]) : kMax;
     }
     play_first_tournament(head);
   }
@@ -126,12 +140,6 @@ class KeyLoserTree {
     K key;
     std::uint32_t leaf;
   };
-
-  static int ceil_log2(int m) {
-    int levels = 1;
-    while ((1 << levels) < m) ++levels;
-    return levels;
-  }
 
   /// Bottom-up first round: each inner node keeps the loser of its two subtrees' winners.
   void play_first_tournament(const K* head) {
@@ -176,7 +184,7 @@ class KeyLoserTree {
       // The winner's next key comes from next_ (an L1 hit), not from its run: that keeps the load
       // from the run's column off the dependency chain from one output tuple to the next.
       wk = next[w];
-      next[w] = run.end - run.key > 1 ? run.key[1] : kMax;
+      next[w] = key_after_head(run);
       // Replay from leaf w to the root: at each node the smaller key goes on up, the other stays.
       std::uint32_t node = (w + (1u << Levels)) >> 1;
 #pragma GCC unroll 8

@@ -47,13 +47,13 @@ class PackedLoserTree {
   /// Takes m >= 2 non-empty runs (m <= kKeyLoserTreeMaxLeaves) and plays the first tournament. The
   /// tree gets at least `min_levels` levels (padding leaves), so that two trees can merge in lockstep.
   PackedLoserTree(const Cursor* runs, int m, int min_levels = 1)
-      : levels_(std::max(min_levels, levels_for(m))), leaves_(1 << levels_) {
+      : levels_(std::max(min_levels, tree_levels(m))), leaves_(1 << levels_) {
     std::uint64_t winner[2 * kKeyLoserTreeMaxLeaves];
     for (int i = 0; i < leaves_; ++i) {
       const auto leaf = static_cast<std::uint32_t>(i);
       cursor_[i] = i < m ? runs[i] : Cursor{nullptr, nullptr, nullptr};  // padding: an empty run
       winner[leaves_ + i] = pack(i < m ? runs[i].key[0] : kMax, leaf);
-      next_[i] = pack(i < m && runs[i].end - runs[i].key > 1 ? runs[i].key[1] : kMax, leaf);
+      next_[i] = pack(i < m ? key_after_head(runs[i]) : kMax, leaf);
     }
     for (int node = leaves_ - 1; node >= 1; --node) {  // each inner node keeps its subtrees' loser
       std::uint64_t lo = winner[2 * node], hi = winner[2 * node + 1];
@@ -74,21 +74,12 @@ class PackedLoserTree {
   /// core overlaps their replays (one tree's chain of dependent steps leaves the core mostly idle: two
   /// in lockstep merged 1.7x the tuples per second in cache). Returns the steps done: fewer than
   /// `length` once either tree has only max keys left (finish each with merge()). a and b must have
-  /// the same levels().
+  /// the same depth (build both with the same min_levels).
   static std::int64_t merge_pair(PackedLoserTree& a, K* a_keys, P* a_payloads, PackedLoserTree& b, K* b_keys,
                                  P* b_payloads, std::int64_t length) {
     return with_levels(a.levels_, [&](auto levels) {
       return merge_pair_levels<levels()>(a, a_keys, a_payloads, b, b_keys, b_payloads, length);
     });
-  }
-
-  int levels() const { return levels_; }
-
-  /// The levels of a tree over m runs.
-  static int levels_for(int m) {
-    int levels = 1;
-    while ((1 << levels) < m) ++levels;
-    return levels;
   }
 
   /// Where run i stands now (i < m of the constructor).
@@ -132,7 +123,7 @@ class PackedLoserTree {
     prefetch_ahead(run);
     // The winner's next key comes from next (an L1 hit), already packed with its leaf.
     std::uint64_t win = l.next[w];
-    l.next[w] = pack(run.end - run.key > 1 ? run.key[1] : kMax, w);
+    l.next[w] = pack(key_after_head(run), w);
     std::uint32_t at = (w + (1u << Levels)) >> 1;
 #pragma GCC unroll 8
     for (int level = 0; level < Levels; ++level, at >>= 1) order_pair(win, l.node[at]);

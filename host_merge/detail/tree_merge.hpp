@@ -88,27 +88,37 @@ std::pair<int, int> split_runs(const RunCursor<K, P>* runs, int m, std::int64_t 
   return {n_below, n_above};
 }
 
-/// Merges m >= 2 non-empty runs, which hold `length` tuples in all, into the output columns.
+/// Writes the `length` smallest tuples of m >= 2 non-empty runs to the output columns and advances
+/// each run past the tuples it gave.
 template <class Tree, class K, class P>
-void tree_merge(const RunCursor<K, P>* runs, int m, K* out_keys, P* out_payloads, std::int64_t length) {
+void tree_merge(RunCursor<K, P>* runs, int m, K* out_keys, P* out_payloads, std::int64_t length) {
   constexpr bool kPairs = requires(Tree& t, K* k, P* p) { Tree::merge_pair(t, k, p, t, k, p, 0); };
   if constexpr (kPairs && kMergeLanes == 2) {
-    if (length >= kLanePairMinTuples) {
+    std::int64_t total = 0;
+    for (int i = 0; i < m; ++i) total += runs[i].end - runs[i].key;
+    // The halves are split from whole runs: libstdc++'s threads always take their pieces whole.
+    if (length >= kLanePairMinTuples && length == total) {
       RunCursor<K, P> below[kKeyLoserTreeMaxLeaves], above[kKeyLoserTreeMaxLeaves];
       const std::int64_t half = length / 2;
       const auto [m_below, m_above] = split_runs(runs, m, half, below, above);
       if (m_below >= 2 && m_above >= 2) {
-        const int levels = Tree::levels_for(std::max(m_below, m_above));
+        const int levels = tree_levels(std::max(m_below, m_above));
         Tree a(below, m_below, levels), b(above, m_above, levels);
         merge_two_trees(a, out_keys, out_payloads, b, out_keys + half, out_payloads + half, half);
         // An odd length leaves one tuple, the largest, to b.
         if (length > 2 * half) merge_one_tree(b, out_keys + 2 * half, out_payloads + 2 * half, length - 2 * half);
+        for (int i = 0; i < m; ++i) {  // every run is used up
+          const auto left = runs[i].end - runs[i].key;
+          runs[i].key += left;
+          runs[i].payload += left;
+        }
         return;
       }
     }
   }
   Tree tree(runs, m);
   merge_one_tree(tree, out_keys, out_payloads, length);
+  for (int i = 0; i < m; ++i) runs[i] = tree.cursor(i);
 }
 
 }  // namespace mgjoin::host_merge::detail
