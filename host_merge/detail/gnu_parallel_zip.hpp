@@ -9,7 +9,9 @@
 //      detail::two_way_merge (branch-free; an ADL overload of __merge_advance), k >= 3
 //      detail::tree_merge (tree_merge.hpp: loser trees without tuple copies or sup-flag tests,
 //      branch-free, prefetching each run; 8-byte keys on a KeyLoserTree, 4-byte keys on two
-//      PackedLoserTrees in lockstep). Both write through streaming stores (streaming_store.hpp). Any
+//      PackedLoserTrees in lockstep), except 4-byte keys with 4-byte payloads on a CPU with AVX-512:
+//      detail::simd_merge (simd_merge.hpp: packed words through bitonic merge networks, in rounds
+//      that stay in L2). All write through streaming stores (streaming_store.hpp). Any
 //      other comparator, or Stable, keeps libstdc++'s kernels and plain stores; its _LoserTree's &*it
 //      filler for exhausted runs becomes a value-initialized one (never compared: exhausted runs carry
 //      the sup flag).
@@ -27,11 +29,13 @@
 #include <parallel/multiway_merge.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "host_merge/detail/simd_merge.hpp"
 #include "host_merge/detail/streaming_store.hpp"
 #include "host_merge/detail/tree_merge.hpp"
 #include "host_merge/detail/two_way_merge.hpp"
@@ -73,6 +77,23 @@ Out loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end, Out targe
   return target;
 }
 
+/// Whether simd_merge takes 4/4 tuples of key type K (the types it is instantiated for).
+template <class K, class P>
+inline constexpr bool kSimdMergeTypes = kSimdMergeBuilt && std::is_same_v<P, std::uint32_t> &&
+                                        (std::is_same_v<K, std::int32_t> || std::is_same_v<K, std::uint32_t>);
+
+/// Merges the `length` smallest of the `total` tuples of m >= 2 non-empty runs and advances the runs:
+/// simd_merge for 4/4 tuples on a CPU with AVX-512 when the share is whole (libstdc++'s threads always
+/// take theirs whole), else the loser trees.
+template <class K, class P>
+void merge_thread_share(RunCursor<K, P>* runs, int m, K* out_keys, P* out_payloads, std::int64_t length,
+                        std::int64_t total) {
+  if constexpr (kSimdMergeTypes<K, P>) {
+    if (length == total && simd_merge_supported()) return simd_merge(runs, m, out_keys, out_payloads);
+  }
+  tree_merge<LoserTreeFor<K, P>>(runs, m, out_keys, out_payloads, length);
+}
+
 /// The k >= 5 kernel for KeyLess: drops the empty runs (the guard run, and per-thread pieces that the
 /// splitter left empty), then merges the rest on a loser tree (LoserTreeFor). Advances each sequence's begin, as
 /// libstdc++'s kernels do. nullopt (nothing done) when more runs are live than the tree takes.
@@ -97,7 +118,7 @@ std::optional<ZipIterator<K, P>> key_loser_tree_merge(ZipSeq<K, P>* seqs_begin, 
     copy_output(target.payloads(), runs[0].payload, n);
     seq_of[0]->first += n;
   } else {
-    tree_merge<LoserTreeFor<K, P>>(runs, m, target.keys(), target.payloads(), n);
+    merge_thread_share(runs, m, target.keys(), target.payloads(), n, total);
     for (int i = 0; i < m; ++i) seq_of[i]->first = make_zip(runs[i].key, runs[i].payload);
   }
   finish_output();

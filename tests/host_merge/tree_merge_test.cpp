@@ -1,7 +1,6 @@
 // The per-thread k >= 3 merge on loser trees (host_merge/detail/tree_merge.hpp): one tree, or, for
-// 4-byte keys, two trees in lockstep over the two halves of an exact median split. Called directly,
-// so that every case reaches the kernel under test whatever the OpenMP thread count; checked against
-// a sequential sort of all tuples.
+// 4-byte keys, two trees in lockstep over the two halves of an exact median split. Called directly
+// (kernel_fixtures.hpp), checked against a sequential sort of all tuples.
 #include "host_merge/detail/tree_merge.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +15,7 @@
 #include "common/seed.hpp"
 #include "host_merge/detail/key_loser_tree.hpp"
 #include "host_merge/detail/packed_loser_tree.hpp"
+#include "host_merge/kernel_fixtures.hpp"
 #include "host_merge/run_fixtures.hpp"
 
 namespace mgjoin::host_merge::detail {
@@ -24,35 +24,15 @@ namespace {
 using test::make_runs;
 using test::reference_merge;
 using test::Runs;
+using test::cursors_of;
+using test::sizes_summing_to;
 
-template <class K, class P>
-std::vector<RunCursor<K, P>> cursors_of(Runs<K, P>& runs) {
-  std::vector<RunCursor<K, P>> cursors;
-  for (std::size_t r = 0; r < runs.keys.size(); ++r) {
-    if (runs.keys[r].empty()) continue;  // the kernel takes non-empty runs only
-    auto& keys = runs.keys[r];
-    cursors.push_back({keys.data(), runs.payloads[r].data(), keys.data() + keys.size()});
-  }
-  return cursors;
-}
-
-/// Merges `runs` with tree_merge<Tree> and checks keys sorted and the (key, payload) multiset equal to
-/// the reference (payloads are unique ids, so each travelled with its own key).
+/// tree_merge<Tree> over all tuples of `runs`, checked against the reference.
 template <class Tree, class K, class P>
 void expect_tree_merged(Runs<K, P> runs) {
-  auto cursors = cursors_of(runs);
-  ASSERT_GE(cursors.size(), 2u) << "the kernel takes at least two non-empty runs";
-  const auto n = static_cast<std::size_t>(runs.total());
-  std::vector<K> keys(n);
-  std::vector<P> payloads(n);
-  tree_merge<Tree>(cursors.data(), static_cast<int>(cursors.size()), keys.data(), payloads.data(),
-                   static_cast<std::int64_t>(n));
-  finish_output();
-  ASSERT_TRUE(std::is_sorted(keys.begin(), keys.end()));
-  std::vector<std::pair<K, P>> got;
-  for (std::size_t i = 0; i < n; ++i) got.emplace_back(keys[i], payloads[i]);
-  std::sort(got.begin(), got.end());
-  EXPECT_EQ(got, reference_merge(runs));
+  test::expect_kernel_merged(std::move(runs), [](auto* cursors, int m, K* keys, P* payloads, std::int64_t n) {
+    tree_merge<Tree>(cursors, m, keys, payloads, n);
+  });
 }
 
 template <class KP>
@@ -71,17 +51,6 @@ TYPED_TEST_SUITE(TreeMerge, TreeTypes);
 std::vector<std::int64_t> totals() {
   return {kLanePairMinTuples - 1, kLanePairMinTuples, kLanePairMinTuples + 1, 3 * kLanePairMinTuples + 7,
           20011};
-}
-
-/// `total` tuples spread over k runs of random sizes (some may be empty).
-std::vector<std::int64_t> sizes_summing_to(std::mt19937_64& rng, std::size_t k, std::int64_t total) {
-  std::vector<std::int64_t> cuts{0, total};
-  std::uniform_int_distribution<std::int64_t> at(0, total);
-  for (std::size_t i = 1; i < k; ++i) cuts.push_back(at(rng));
-  std::sort(cuts.begin(), cuts.end());
-  std::vector<std::int64_t> sizes;
-  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) sizes.push_back(cuts[i + 1] - cuts[i]);
-  return sizes;
 }
 
 TYPED_TEST(TreeMerge, RandomKeysAroundTheTwoTreeThreshold) {

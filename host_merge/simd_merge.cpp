@@ -1,0 +1,316 @@
+// The AVX-512 per-thread merge of 4/4 tuples in packed words (host_merge/detail/simd_merge.hpp says
+// how and why). Only the functions marked MGJOIN_AVX512 use AVX-512: the library is built for baseline
+// x86-64 and calls them only where simd_merge_supported().
+#include "host_merge/detail/simd_merge.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "host_merge/detail/streaming_store.hpp"
+
+#if MGJOIN_MERGE_SIMD
+// GCC 12's AVX-512 intrinsics self-initialize their "undefined" vectors (__m512i __Y = __Y), which
+// -Wmaybe-uninitialized reports at every inlined use (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#endif
+
+namespace mgjoin::host_merge::detail {
+
+#if !MGJOIN_MERGE_SIMD
+
+bool simd_merge_supported() noexcept { return false; }
+
+template <class K>
+void simd_merge(RunCursor<K, std::uint32_t>*, int, K*, std::uint32_t*) {
+  std::abort();  // never called: simd_merge_supported() is false
+}
+
+#else
+
+bool simd_merge_supported() noexcept {
+  static const bool supported = __builtin_cpu_supports("avx512f");
+  return supported;
+}
+
+namespace {
+
+#define MGJOIN_AVX512 __attribute__((target("avx512f")))
+
+using Word = std::uint64_t;
+constexpr Word kMaxWord = std::numeric_limits<Word>::max();
+constexpr std::int64_t kWordsPerVector = 8;
+
+/// XOR that makes unsigned order of a key's bits its own order (flips a signed key's sign bit).
+template <class K>
+constexpr std::uint32_t kOrderFlip = std::is_signed_v<K> ? 0x80000000u : 0u;
+
+constexpr Word kMinWord = 0;
+
+/// A sorted run of packed words: `padded` (a multiple of 8) words, the tail past its tuples max words.
+/// A vector of min words before it and one of max words after it stand in for every word beyond its
+/// ends: merge_segments reads there once an input is used up from either end.
+struct Segment {
+  Word* words;
+  std::int64_t padded;
+};
+
+std::int64_t round_up_to_vector(std::int64_t n) { return (n + kWordsPerVector - 1) / kWordsPerVector * kWordsPerVector; }
+
+/// Words a segment of n tuples occupies in a buffer, with its padding and its two bounding vectors.
+std::int64_t segment_words(std::int64_t n) { return round_up_to_vector(n) + 2 * kWordsPerVector; }
+
+/// Where the next segment's words start after `segment` in a buffer.
+Word* after(const Segment& segment) { return segment.words + segment.padded + 2 * kWordsPerVector; }
+
+/// Writes the bounding vectors around a segment of n words at `words`, and pads it to whole vectors.
+void bound_segment(Word* words, std::int64_t n) {
+  std::fill(words - kWordsPerVector, words, kMinWord);
+  std::fill(words + n, words + round_up_to_vector(n) + kWordsPerVector, kMaxWord);
+}
+
+/// Packs n tuples of a run into a segment at `words` (64-byte aligned, a vector past a buffer's start).
+template <class K>
+MGJOIN_AVX512 Segment pack_segment(const K* keys, const std::uint32_t* payloads, std::int64_t n, Word* words) {
+  const __m256i flip = _mm256_set1_epi32(static_cast<int>(kOrderFlip<K>));
+  // Word j = (payload j, key j) as (low, high) dwords; key dwords come from the second operand (16 +).
+  const __m512i interleave = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  std::int64_t i = 0;
+  for (; i + kWordsPerVector <= n; i += kWordsPerVector) {
+    const __m256i key = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i)), flip);
+    const __m256i payload = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(payloads + i));
+    _mm512_store_si512(words + i, _mm512_permutex2var_epi32(_mm512_castsi256_si512(payload), interleave,
+                                                            _mm512_castsi256_si512(key)));
+  }
+  for (; i < n; ++i)
+    words[i] = Word(static_cast<std::uint32_t>(keys[i]) ^ kOrderFlip<K>) << 32 | payloads[i];
+  bound_segment(words, n);
+  return {words, round_up_to_vector(n)};
+}
+
+/// Sorts a bitonic vector of 8 words ascending: half-cleaners at distances 4, 2 and 1.
+MGJOIN_AVX512 inline __m512i sort_bitonic(__m512i v) {
+  __m512i p = _mm512_shuffle_i64x2(v, v, 0x4E);  // word i <-> i ^ 4
+  v = _mm512_mask_blend_epi64(0xF0, _mm512_min_epu64(v, p), _mm512_max_epu64(v, p));
+  p = _mm512_permutex_epi64(v, 0x4E);  // i <-> i ^ 2
+  v = _mm512_mask_blend_epi64(0xCC, _mm512_min_epu64(v, p), _mm512_max_epu64(v, p));
+  p = _mm512_shuffle_epi32(v, _MM_PERM_BADC);  // i <-> i ^ 1
+  return _mm512_mask_blend_epi64(0xAA, _mm512_min_epu64(v, p), _mm512_max_epu64(v, p));
+}
+
+/// Merges two ascending vectors: lo gets the 8 smallest words, hi the 8 largest, both ascending.
+MGJOIN_AVX512 inline void merge_vectors(__m512i& lo, __m512i& hi) {
+  const __m512i reversed = _mm512_permutexvar_epi64(_mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7), hi);
+  const __m512i small = _mm512_min_epu64(lo, reversed);  // lo ++ reversed is bitonic
+  const __m512i large = _mm512_max_epu64(lo, reversed);
+  lo = sort_bitonic(small);
+  hi = sort_bitonic(large);
+}
+
+/// The vector at a if take_a (0 or 1), else the one at b. Both are loaded and blended: GCC makes a
+/// select of the address a branch, mispredicted half the time on random keys (~1.6x slower merges).
+MGJOIN_AVX512 inline __m512i select_vector(std::int64_t take_a, const Word* a, const Word* b) {
+  return _mm512_mask_blend_epi64(static_cast<__mmask8>(-take_a), _mm512_load_si512(b),
+                                 _mm512_load_si512(a));
+}
+
+/// The streaming merge from the front: it writes output vectors upwards from `out`.
+struct FrontMerge {
+  Segment a, b;
+  __m512i carry, next;
+  std::int64_t ia = kWordsPerVector, ib = kWordsPerVector;  // past the vectors loaded
+  Word* out;
+
+  MGJOIN_AVX512 FrontMerge(Segment a_in, Segment b_in, Word* out_in)
+      : a(a_in), b(b_in), carry(_mm512_load_si512(a.words)), next(_mm512_load_si512(b.words)), out(out_in) {}
+
+  MGJOIN_AVX512 void step() {
+    merge_vectors(next, carry);  // next: the 8 smallest, carry: the 8 largest
+    _mm512_store_si512(out, next);
+    out += kWordsPerVector;
+    const std::int64_t take_a = a.words[ia] <= b.words[ib];
+    next = select_vector(take_a, a.words + ia, b.words + ib);
+    ia = std::min(ia + take_a * kWordsPerVector, a.padded);
+    ib = std::min(ib + (1 - take_a) * kWordsPerVector, b.padded);
+  }
+};
+
+/// The streaming merge from the back: it writes output vectors downwards, ending just below `end`.
+struct BackMerge {
+  Segment a, b;
+  std::int64_t ia, ib;  // at the lowest vectors loaded
+  __m512i carry, next;
+  Word* out;  // the next output vector, from the top down
+
+  MGJOIN_AVX512 BackMerge(Segment a_in, Segment b_in, Word* end)
+      : a(a_in),
+        b(b_in),
+        ia(a.padded - kWordsPerVector),
+        ib(b.padded - kWordsPerVector),
+        carry(_mm512_load_si512(a.words + ia)),
+        next(_mm512_load_si512(b.words + ib)),
+        out(end - kWordsPerVector) {}
+
+  MGJOIN_AVX512 void step() {
+    merge_vectors(carry, next);  // carry: the 8 smallest, next: the 8 largest
+    _mm512_store_si512(out, next);
+    out -= kWordsPerVector;
+    const std::int64_t take_a = a.words[ia - 1] >= b.words[ib - 1];
+    next = select_vector(take_a, a.words + ia - kWordsPerVector, b.words + ib - kWordsPerVector);
+    ia = std::max(ia - take_a * kWordsPerVector, std::int64_t{0});
+    ib = std::max(ib - (1 - take_a) * kWordsPerVector, std::int64_t{0});
+  }
+};
+
+/// Merges segments a and b (both non-empty) into a.padded + b.padded words at out.
+/// Two branch-free streaming merges run interleaved, so that the latency of one's network hides behind
+/// the other's: from the front, a vector of carried words merged with the next vector of the input
+/// whose head is smaller gives up its lower half; from the back, mirrored, its upper half. The front
+/// writes the lower half of the output vectors, the back the rest: the output is the sorted sequence of
+/// the input's words (equal words are the same tuple, so which copy a merge took does not matter).
+/// An input used up at one end reads its bounding vector there forever; that only happens once every
+/// word left on that side is min (max) too.
+MGJOIN_AVX512 void merge_both_ends(Segment a, Segment b, Word* out) {
+  const std::int64_t vectors = (a.padded + b.padded) / kWordsPerVector;
+  FrontMerge front(a, b, out);
+  BackMerge back(a, b, out + vectors * kWordsPerVector);
+  for (std::int64_t i = 0; i < vectors / 2; ++i) {
+    front.step();
+    back.step();
+  }
+  if (vectors % 2 != 0) back.step();
+}
+
+/// Merges segments a and b into out (a vector past the end of the previous segment) as one segment.
+MGJOIN_AVX512 Segment merge_segments(Segment a, Segment b, Word* out) {
+  const std::int64_t n = a.padded + b.padded;
+  if (a.padded == 0 || b.padded == 0)
+    std::memcpy(out, (a.padded == 0 ? b : a).words, static_cast<std::size_t>(n) * sizeof(Word));
+  else
+    merge_both_ends(a, b, out);
+  bound_segment(out, n);
+  return {out, n};
+}
+
+/// Merges count segments level by level, ping-ponging between buffers `from` (holding them) and `to`;
+/// returns the last one.
+MGJOIN_AVX512 Segment merge_levels(Segment* segments, int count, Word* from, Word* to) {
+  while (count > 1) {
+    Word* at = to + kWordsPerVector;
+    int merged = 0;
+    for (int i = 0; i < count; i += 2) {
+      const Segment b = i + 1 < count ? segments[i + 1] : Segment{after(segments[i]), 0};
+      segments[merged] = merge_segments(segments[i], b, at);
+      at = after(segments[merged++]);
+    }
+    count = merged;
+    std::swap(from, to);
+  }
+  return segments[0];
+}
+
+/// Unpacks the first n words of a segment into key and payload columns (64-byte aligned, room for n
+/// rounded up to 16), 16 at a time: the segment's padding past n is readable.
+template <class K>
+MGJOIN_AVX512 void unpack_segment(const Word* words, std::int64_t n, K* keys, std::uint32_t* payloads) {
+  const __m512i flip = _mm512_set1_epi32(static_cast<int>(kOrderFlip<K>));
+  // Dwords 2j (payloads) and 2j + 1 (keys) of two vectors of words; 16 + i is dword i of the second.
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  for (std::int64_t i = 0; i < n; i += 2 * kWordsPerVector) {
+    const __m512i low = _mm512_load_si512(words + i), high = _mm512_load_si512(words + i + kWordsPerVector);
+    _mm512_store_si512(payloads + i, _mm512_permutex2var_epi32(low, even, high));
+    _mm512_store_si512(keys + i, _mm512_xor_si512(_mm512_permutex2var_epi32(low, odd, high), flip));
+  }
+}
+
+/// Copies n 4-byte words of a column to the output past the caches: whole 64-byte lines once dst is
+/// aligned to one (a line fills at once, where copy_output's 16-byte stores take four), word stores
+/// for the head and the tail.
+template <class T>
+MGJOIN_AVX512 void stream_column(T* dst, const T* src, std::int64_t n) {
+  static_assert(sizeof(T) == 4);
+  if constexpr (!kStreamingStores) {
+    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+  } else {
+    std::int64_t i = 0;
+    for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) store_output(dst + i, src[i]);
+    for (; i + 16 <= n; i += 16) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+    for (; i < n; ++i) store_output(dst + i, src[i]);
+  }
+}
+
+/// This thread's round buffers, kept from merge to merge (one allocation per thread and size): two of
+/// words for the merge levels and the key and payload columns a round is unpacked into.
+class RoundBuffers {
+ public:
+  struct View {
+    Word* from;
+    Word* to;
+    std::uint32_t* keys;
+    std::uint32_t* payloads;
+  };
+
+  /// Word buffers of at least `words` words and columns of at least `tuples` tuples (and 16 more), all
+  /// 64-byte aligned.
+  View get(std::int64_t words, std::int64_t tuples) {
+    const auto word_bytes = static_cast<std::size_t>(round_up_to_vector(words)) * sizeof(Word);
+    const auto column_bytes = static_cast<std::size_t>((tuples + 31) / 16 * 16) * sizeof(std::uint32_t);
+    const std::size_t bytes = 2 * word_bytes + 2 * column_bytes + 64;
+    if (storage_.size() < bytes) storage_.assign(bytes, 0);
+    auto* base = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(storage_.data()) + 63) & ~std::uintptr_t{63});
+    return {reinterpret_cast<Word*>(base), reinterpret_cast<Word*>(base + word_bytes),
+            reinterpret_cast<std::uint32_t*>(base + 2 * word_bytes),
+            reinterpret_cast<std::uint32_t*>(base + 2 * word_bytes + column_bytes)};
+  }
+
+ private:
+  std::vector<char> storage_;
+};
+
+thread_local RoundBuffers round_buffers;
+
+}  // namespace
+
+template <class K>
+MGJOIN_AVX512 void simd_merge(RunCursor<K, std::uint32_t>* runs, int m, K* out_keys, std::uint32_t* out_payloads) {
+  const std::int64_t window = kSimdRoundTuples / m;  // >= 64: a round is never mostly padding
+  // A round takes at most `window` tuples per run; each run's segment adds up to 23 words.
+  const RoundBuffers::View buffers = round_buffers.get(m * segment_words(window), m * window);
+  K* stage_keys = reinterpret_cast<K*>(buffers.keys);
+  std::int64_t counts[kKeyLoserTreeMaxLeaves];
+  Segment segments[kKeyLoserTreeMaxLeaves];
+  std::int64_t done = 0;
+  while (const std::int64_t n = round_counts(runs, m, window, counts)) {
+    int count = 0;
+    Word* at = buffers.from + kWordsPerVector;
+    for (int i = 0; i < m; ++i) {
+      if (counts[i] == 0) continue;
+      RunCursor<K, std::uint32_t>& run = runs[i];
+      segments[count] = pack_segment(run.key, run.payload, counts[i], at);
+      at = after(segments[count++]);
+      run.key += counts[i];
+      run.payload += counts[i];
+    }
+    const Segment merged = merge_levels(segments, count, buffers.from, buffers.to);
+    unpack_segment(merged.words, n, stage_keys, buffers.payloads);
+    stream_column(out_keys + done, stage_keys, n);
+    stream_column(out_payloads + done, buffers.payloads, n);
+    done += n;
+  }
+}
+
+#undef MGJOIN_AVX512
+
+#endif  // MGJOIN_MERGE_SIMD
+
+template void simd_merge<std::int32_t>(RunCursor<std::int32_t, std::uint32_t>*, int, std::int32_t*, std::uint32_t*);
+template void simd_merge<std::uint32_t>(RunCursor<std::uint32_t, std::uint32_t>*, int, std::uint32_t*,
+                                        std::uint32_t*);
+
+}  // namespace mgjoin::host_merge::detail
