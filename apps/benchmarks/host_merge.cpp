@@ -159,11 +159,11 @@ void print_row(const Row& r) {
 }
 
 void print_footer() {
-  std::printf("threads: %d; merge output stores: %s (MGJOIN_MERGE_STREAMING_STORES); 4/4 k >= 3 kernel: %s; GB/s = "
+  std::printf("threads: %d; merge output stores: %s (MGJOIN_MERGE_STREAMING_STORES); 4/4 kernel: %s; GB/s = "
               "bytes read + written (2 x tuples x (key + payload bytes)) / time; pair GB/s includes the parallel "
               "copies into/out of pre-allocated pair arrays, pair-merge is its merge alone\n",
               omp_get_max_threads(), detail::kStreamingStores ? "streaming" : "plain",
-              detail::simd_merge_supported() ? "AVX-512 (simd_merge)" : "loser trees");
+              detail::simd_merge_supported() ? "AVX-512 (simd_merge)" : "2-way merge, loser trees");
 }
 
 

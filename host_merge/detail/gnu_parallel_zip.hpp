@@ -9,9 +9,9 @@
 //      detail::two_way_merge (branch-free; an ADL overload of __merge_advance), k >= 3
 //      detail::tree_merge (tree_merge.hpp: loser trees without tuple copies or sup-flag tests,
 //      branch-free, prefetching each run; 8-byte keys on a KeyLoserTree, 4-byte keys on two
-//      PackedLoserTrees in lockstep), except 4-byte keys with 4-byte payloads on a CPU with AVX-512:
-//      detail::simd_merge (simd_merge.hpp: packed words through bitonic merge networks, in rounds
-//      that stay in L2). All write through streaming stores (streaming_store.hpp). Any
+//      PackedLoserTrees in lockstep). For 4-byte keys with 4-byte payloads on a CPU with AVX-512,
+//      every k takes detail::simd_merge instead (simd_merge.hpp: packed words through bitonic merge
+//      networks, in rounds that stay in L2). All write through streaming stores (streaming_store.hpp). Any
 //      other comparator, or Stable, keeps libstdc++'s kernels and plain stores; its _LoserTree's &*it
 //      filler for exhausted runs becomes a value-initialized one (never compared: exhausted runs carry
 //      the sup flag).
@@ -162,7 +162,7 @@ struct SmallKSwitch {
 
 /// The k = 2 per-thread kernel (found by ADL from __gnu_parallel::__sequential_multiway_merge, more
 /// specialized than libstdc++'s __merge_advance): detail::two_way_merge, stable like the kernel it
-/// replaces. Advances begin1 and begin2 past the tuples written. Its name is reserved to the
+/// replaces, or for 4/4 tuples on AVX-512 detail::simd_merge (as merge_thread_share picks it). Advances begin1 and begin2 past the tuples written. Its name is reserved to the
 /// implementation; it is declared here anyway because an ADL overload of it is the only hook that
 /// libstdc++ leaves for the 2-way kernel (there is no switch class to specialize, as for k = 3, 4, k).
 template <class K, class P, class Diff>
@@ -175,6 +175,16 @@ ZipIterator<K, P> __merge_advance(ZipIterator<K, P>& begin1, ZipIterator<K, P> e
     detail::TwoWayCursor<K, P> a{begin1.keys(), begin1.payloads(), end1.keys()};
     detail::TwoWayCursor<K, P> b{begin2.keys(), begin2.payloads(), end2.keys()};
     const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(max_length), a.left() + b.left());
+    if constexpr (detail::kSimdMergeTypes<K, P>) {
+      if (n == a.left() + b.left() && a.left() > 0 && b.left() > 0 && detail::simd_merge_supported()) {
+        detail::RunCursor<K, P> runs[2] = {{a.key, a.payload, a.end}, {b.key, b.payload, b.end}};
+        detail::simd_merge(runs, 2, target.keys(), target.payloads());
+        detail::finish_output();
+        begin1 += a.left();
+        begin2 += b.left();
+        return target + n;
+      }
+    }
     detail::merge_through_stage(target.keys(), target.payloads(), n, [&](K* keys, P* payloads, std::int64_t block) {
       detail::two_way_merge(a, b, keys, payloads, block);
     });

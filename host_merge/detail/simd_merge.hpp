@@ -1,5 +1,5 @@
 #pragma once
-// The per-thread k >= 3 merge for 4-byte keys with 4-byte payloads on AVX-512 (paper Section 3.2.2:
+// The per-thread merge (any k) for 4-byte keys with 4-byte payloads on AVX-512 (paper Section 3.2.2:
 // the merge phase must run at host memory bandwidth; a loser tree spends ~50 instructions per tuple
 // on its replay chain, which bound 4/4 k = 8 to ~55% of memcpy at 64 threads).
 //
