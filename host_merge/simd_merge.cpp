@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -34,7 +35,12 @@ void simd_merge(RunCursor<K, std::uint32_t>*, int, K*, std::uint32_t*) {
 #else
 
 bool simd_merge_supported() noexcept {
-  static const bool supported = __builtin_cpu_supports("avx512f");
+  // MGJOIN_MERGE_SIMD=0 in the environment turns the kernel off at run time (to compare kernels in one
+  // binary, or to rule it out).
+  static const bool supported = [] {
+    const char* env = std::getenv("MGJOIN_MERGE_SIMD");
+    return __builtin_cpu_supports("avx512f") && !(env && std::string_view(env) == "0");
+  }();
   return supported;
 }
 

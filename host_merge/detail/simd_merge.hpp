@@ -28,7 +28,8 @@
 // are all it costs, and those keys are read by the round anyway.
 //
 // MGJOIN_MERGE_SIMD (compile time; default 1 on x86-64) builds the kernel; it runs where the CPU has
-// AVX-512F (checked once at run time), else the loser trees (tree_merge.hpp) merge. On the x4 host at
+// AVX-512F (checked once at run time) unless the environment sets MGJOIN_MERGE_SIMD=0; else the 2-way
+// kernel and the loser trees (tree_merge.hpp) merge. On the x4 host at
 // 64 threads it took 4/4 k = 8 from 62-71% to 82-102% of memcpy bandwidth (PERFORMANCE.md).
 #include <algorithm>
 #include <cstdint>
@@ -55,7 +56,8 @@ inline constexpr bool kSimdMergeBuilt = MGJOIN_MERGE_SIMD != 0;
 inline constexpr std::int64_t kSimdRoundTuples = MGJOIN_MERGE_SIMD_ROUND_TUPLES;
 static_assert(kSimdRoundTuples >= 64 * 64, "a round takes at least 64 tuples of each of up to 64 runs");
 
-/// Whether this CPU runs simd_merge (AVX-512F), and it was built.
+/// Whether simd_merge runs: it was built, the CPU has AVX-512F and MGJOIN_MERGE_SIMD is not 0 in the
+/// environment (read once).
 bool simd_merge_supported() noexcept;
 
 /// Merges all tuples of m >= 2 non-empty runs (m <= kKeyLoserTreeMaxLeaves) into the output columns
