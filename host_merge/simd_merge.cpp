@@ -66,7 +66,9 @@ struct Segment {
   std::int64_t padded;
 };
 
-std::int64_t round_up_to_vector(std::int64_t n) { return (n + kWordsPerVector - 1) / kWordsPerVector * kWordsPerVector; }
+std::int64_t round_up_to_vector(std::int64_t n) {
+  return (n + kWordsPerVector - 1) / kWordsPerVector * kWordsPerVector;
+}
 
 /// Words a segment of n tuples occupies in a buffer, with its padding and its two bounding vectors.
 std::int64_t segment_words(std::int64_t n) { return round_up_to_vector(n) + 2 * kWordsPerVector; }
@@ -80,21 +82,24 @@ void bound_segment(Word* words, std::int64_t n) {
   std::fill(words + n, words + round_up_to_vector(n) + kWordsPerVector, kMaxWord);
 }
 
-/// Packs n tuples of a run into a segment at `words` (64-byte aligned, a vector past a buffer's start).
+/// Packs n tuples of a run into a segment at `words` (64-byte aligned, a vector past a buffer's start):
+/// word j = (key j's order bits << 32) | (first + j), the tuple's index in the round, whose payload goes
+/// to round_payloads[first + j].
 template <class K>
-MGJOIN_AVX512 Segment pack_segment(const K* keys, const std::uint32_t* payloads, std::int64_t n, Word* words) {
+MGJOIN_AVX512 Segment pack_segment(const K* keys, const std::uint32_t* payloads, std::int64_t n,
+                                   std::uint32_t first, Word* words, std::uint32_t* round_payloads) {
   const __m256i flip = _mm256_set1_epi32(static_cast<int>(kOrderFlip<K>));
-  // Word j = (payload j, key j) as (low, high) dwords; key dwords come from the second operand (16 +).
-  const __m512i interleave = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  __m512i index = _mm512_add_epi64(_mm512_set1_epi64(first), _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
   std::int64_t i = 0;
   for (; i + kWordsPerVector <= n; i += kWordsPerVector) {
     const __m256i key = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i)), flip);
-    const __m256i payload = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(payloads + i));
-    _mm512_store_si512(words + i, _mm512_permutex2var_epi32(_mm512_castsi256_si512(payload), interleave,
-                                                            _mm512_castsi256_si512(key)));
+    _mm512_store_si512(words + i, _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(key), 32), index));
+    index = _mm512_add_epi64(index, _mm512_set1_epi64(kWordsPerVector));
   }
   for (; i < n; ++i)
-    words[i] = Word(static_cast<std::uint32_t>(keys[i]) ^ kOrderFlip<K>) << 32 | payloads[i];
+    words[i] = Word(static_cast<std::uint32_t>(keys[i]) ^ kOrderFlip<K>) << 32 |
+               (first + static_cast<std::uint32_t>(i));
+  std::memcpy(round_payloads + first, payloads, static_cast<std::size_t>(n) * sizeof(std::uint32_t));
   bound_segment(words, n);
   return {words, round_up_to_vector(n)};
 }
@@ -126,6 +131,7 @@ MGJOIN_AVX512 inline __m512i select_vector(std::int64_t take_a, const Word* a, c
 }
 
 /// The streaming merge from the front: it writes output vectors upwards from `out`.
+/// (The initializers read a and b: they must stay declared first.)
 struct FrontMerge {
   Segment a, b;
   __m512i carry, next;
@@ -147,6 +153,7 @@ struct FrontMerge {
 };
 
 /// The streaming merge from the back: it writes output vectors downwards, ending just below `end`.
+/// (The initializers read a, b, ia and ib: they must stay declared in this order.)
 struct BackMerge {
   Segment a, b;
   std::int64_t ia, ib;  // at the lowest vectors loaded
@@ -177,10 +184,11 @@ struct BackMerge {
 /// Two branch-free streaming merges run interleaved, so that the latency of one's network hides behind
 /// the other's: from the front, a vector of carried words merged with the next vector of the input
 /// whose head is smaller gives up its lower half; from the back, mirrored, its upper half. The front
-/// writes the lower half of the output vectors, the back the rest: the output is the sorted sequence of
-/// the input's words (equal words are the same tuple, so which copy a merge took does not matter).
-/// An input used up at one end reads its bounding vector there forever; that only happens once every
-/// word left on that side is min (max) too.
+/// writes the lower half of the output vectors, the back the rest. Each writes the smallest (largest)
+/// words of the inputs, so together they write the inputs' words in order: real words are distinct,
+/// and a bounding word stands only for one of equal value (simd_merge.hpp).
+/// Once an input is used up, the front (back) merge sees its max (min) vector as an endless run of max
+/// (min) words; it takes it only when the other input's head is max (min) too.
 MGJOIN_AVX512 void merge_both_ends(Segment a, Segment b, Word* out) {
   const std::int64_t vectors = (a.padded + b.padded) / kWordsPerVector;
   FrontMerge front(a, b, out);
@@ -221,16 +229,22 @@ MGJOIN_AVX512 Segment merge_levels(Segment* segments, int count, Word* from, Wor
 }
 
 /// Unpacks the first n words of a segment into key and payload columns (64-byte aligned, room for n
-/// rounded up to 16), 16 at a time: the segment's padding past n is readable.
+/// rounded up to 16), 16 at a time: keys from the words, payloads gathered from round_payloads by the
+/// words' indices. The segment's padding past n is readable; its indices are not, so lanes past n are
+/// not gathered.
 template <class K>
-MGJOIN_AVX512 void unpack_segment(const Word* words, std::int64_t n, K* keys, std::uint32_t* payloads) {
+MGJOIN_AVX512 void unpack_segment(const Word* words, std::int64_t n, const std::uint32_t* round_payloads, K* keys,
+                                  std::uint32_t* payloads) {
   const __m512i flip = _mm512_set1_epi32(static_cast<int>(kOrderFlip<K>));
-  // Dwords 2j (payloads) and 2j + 1 (keys) of two vectors of words; 16 + i is dword i of the second.
+  // Dwords 2j (indices) and 2j + 1 (keys) of two vectors of words; 16 + i is dword i of the second.
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   for (std::int64_t i = 0; i < n; i += 2 * kWordsPerVector) {
     const __m512i low = _mm512_load_si512(words + i), high = _mm512_load_si512(words + i + kWordsPerVector);
-    _mm512_store_si512(payloads + i, _mm512_permutex2var_epi32(low, even, high));
+    const auto lanes = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    const __m512i index = _mm512_permutex2var_epi32(low, even, high);
+    _mm512_store_si512(payloads + i,
+                       _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, index, round_payloads, 4));
     _mm512_store_si512(keys + i, _mm512_xor_si512(_mm512_permutex2var_epi32(low, odd, high), flip));
   }
 }
@@ -246,18 +260,21 @@ MGJOIN_AVX512 void stream_column(T* dst, const T* src, std::int64_t n) {
   } else {
     std::int64_t i = 0;
     for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) store_output(dst + i, src[i]);
-    for (; i + 16 <= n; i += 16) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+    for (; i + 16 <= n; i += 16)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
     for (; i < n; ++i) store_output(dst + i, src[i]);
   }
 }
 
 /// This thread's round buffers, kept from merge to merge (one allocation per thread and size): two of
-/// words for the merge levels and the key and payload columns a round is unpacked into.
+/// words for the merge levels, the round's payloads (by index), and the key and payload columns a round
+/// is unpacked into.
 class RoundBuffers {
  public:
   struct View {
     Word* from;
     Word* to;
+    std::uint32_t* round_payloads;
     std::uint32_t* keys;
     std::uint32_t* payloads;
   };
@@ -267,12 +284,13 @@ class RoundBuffers {
   View get(std::int64_t words, std::int64_t tuples) {
     const auto word_bytes = static_cast<std::size_t>(round_up_to_vector(words)) * sizeof(Word);
     const auto column_bytes = static_cast<std::size_t>((tuples + 31) / 16 * 16) * sizeof(std::uint32_t);
-    const std::size_t bytes = 2 * word_bytes + 2 * column_bytes + 64;
+    const std::size_t bytes = 2 * word_bytes + 3 * column_bytes + 64;
     if (storage_.size() < bytes) storage_.assign(bytes, 0);
-    auto* base = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(storage_.data()) + 63) & ~std::uintptr_t{63});
-    return {reinterpret_cast<Word*>(base), reinterpret_cast<Word*>(base + word_bytes),
-            reinterpret_cast<std::uint32_t*>(base + 2 * word_bytes),
-            reinterpret_cast<std::uint32_t*>(base + 2 * word_bytes + column_bytes)};
+    const auto start = reinterpret_cast<std::uintptr_t>(storage_.data());
+    char* base = reinterpret_cast<char*>((start + 63) & ~std::uintptr_t{63});
+    auto column = [&](int c) { return reinterpret_cast<std::uint32_t*>(base + 2 * word_bytes + c * column_bytes); };
+    return {reinterpret_cast<Word*>(base), reinterpret_cast<Word*>(base + word_bytes), column(0), column(1),
+            column(2)};
   }
 
  private:
@@ -284,7 +302,8 @@ thread_local RoundBuffers round_buffers;
 }  // namespace
 
 template <class K>
-MGJOIN_AVX512 void simd_merge(RunCursor<K, std::uint32_t>* runs, int m, K* out_keys, std::uint32_t* out_payloads) {
+MGJOIN_AVX512 void simd_merge(RunCursor<K, std::uint32_t>* runs, int m, K* out_keys,
+                              std::uint32_t* out_payloads) {
   const std::int64_t window = kSimdRoundTuples / m;  // >= 64: a round is never mostly padding
   // A round takes at most `window` tuples per run; each run's segment adds up to 23 words.
   const RoundBuffers::View buffers = round_buffers.get(m * segment_words(window), m * window);
@@ -295,16 +314,18 @@ MGJOIN_AVX512 void simd_merge(RunCursor<K, std::uint32_t>* runs, int m, K* out_k
   while (const std::int64_t n = round_counts(runs, m, window, counts)) {
     int count = 0;
     Word* at = buffers.from + kWordsPerVector;
+    std::uint32_t first = 0;  // index in the round of the run's first tuple
     for (int i = 0; i < m; ++i) {
       if (counts[i] == 0) continue;
       RunCursor<K, std::uint32_t>& run = runs[i];
-      segments[count] = pack_segment(run.key, run.payload, counts[i], at);
+      segments[count] = pack_segment(run.key, run.payload, counts[i], first, at, buffers.round_payloads);
       at = after(segments[count++]);
+      first += static_cast<std::uint32_t>(counts[i]);
       run.key += counts[i];
       run.payload += counts[i];
     }
     const Segment merged = merge_levels(segments, count, buffers.from, buffers.to);
-    unpack_segment(merged.words, n, stage_keys, buffers.payloads);
+    unpack_segment(merged.words, n, buffers.round_payloads, stage_keys, buffers.payloads);
     stream_column(out_keys + done, stage_keys, n);
     stream_column(out_payloads + done, buffers.payloads, n);
     done += n;

@@ -162,7 +162,8 @@ struct SmallKSwitch {
 
 /// The k = 2 per-thread kernel (found by ADL from __gnu_parallel::__sequential_multiway_merge, more
 /// specialized than libstdc++'s __merge_advance): detail::two_way_merge, stable like the kernel it
-/// replaces, or for 4/4 tuples on AVX-512 detail::simd_merge (as merge_thread_share picks it). Advances begin1 and begin2 past the tuples written. Its name is reserved to the
+/// replaces, or, for 4/4 tuples on AVX-512, detail::simd_merge (stable too) as merge_thread_share
+/// picks it. Advances begin1 and begin2 past the tuples written. Its name is reserved to the
 /// implementation; it is declared here anyway because an ADL overload of it is the only hook that
 /// libstdc++ leaves for the 2-way kernel (there is no switch class to specialize, as for k = 3, 4, k).
 template <class K, class P, class Diff>

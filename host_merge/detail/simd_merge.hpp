@@ -3,21 +3,24 @@
 // the merge phase must run at host memory bandwidth; a loser tree spends ~50 instructions per tuple
 // on its replay chain, which bound 4/4 k = 8 to ~55% of memcpy at 64 threads).
 //
-// A tuple is packed into one 64-bit word, (order-preserving key bits << 32) | payload, so that
-// unsigned order of words is key order (ties ordered by payload: our merges promise no order of equal
-// keys). The thread's share is merged in rounds that fit in L2:
+// A tuple is packed into one 64-bit word, (order-preserving key bits << 32) | its index in the round,
+// and its payload is copied to the round's payload column at that index. Runs are sorted by key only
+// (equal keys carry their payloads in any order), so the index, not the payload, orders equal keys:
+// each run's piece packs to strictly ascending words, and unsigned order of words is the order
+// (key, run, position). The thread's share is merged in rounds that fit in L2:
 //   1. round_counts() cuts the next at most m * window tuples off the runs, an exact cut of their
 //      merged order (below);
 //   2. each run's piece is packed into a word segment, padded to whole vectors with max words;
 //   3. the segments are merged pairwise, level by level (ceil(log2 m) levels), by branch-free
 //      bitonic 8 + 8 merge networks in AVX-512 registers (~3 vector instructions per word and
 //      level), from both ends of each pair at once so that two dependency chains overlap;
-//   4. the last segment is unpacked into key and payload columns, which stream out to the output in
-//      whole 64-byte lines.
-// The round buffers (~400 KiB at 16384 tuples) are per thread and kept for the thread's next merge.
-// Max words pad segments and min words bound them below: a real tuple (max key, max payload) packs to
-// the max word (and the least key with payload 0 to the min word), so a bound may take its place in
-// a merge, but both unpack to the same (key, payload), and a round unpacks exactly the tuples it cut.
+//   4. the last segment is unpacked into key and payload columns (payloads gathered by index), which
+//      stream out to the output in whole 64-byte lines.
+// The merge is thus stable. The round buffers (~460 KiB at 16384 tuples) are per thread and kept for
+// the thread's next merge.
+// Max words pad segments and min words bound them below. No tuple packs to the max word (indices stay
+// below 2^32 - 1); the round's first tuple packs to the min word when its key bits are 0, and then a
+// bound may take its place in a merge, but it has the same value and unpacks to the same tuple.
 //
 // The cut: let t be the smallest key found `window` tuples past the cursor of any run, and j the
 // first run holding it there. The round takes every tuple before (t, j, that position) in the order
@@ -51,8 +54,8 @@ inline constexpr bool kSimdMergeBuilt = MGJOIN_MERGE_SIMD != 0;
 #ifndef MGJOIN_MERGE_SIMD_ROUND_TUPLES
 #define MGJOIN_MERGE_SIMD_ROUND_TUPLES 16384
 #endif
-/// Tuples one round of simd_merge takes at most (all runs together): its buffers, two of words and two
-/// columns (2 x 128 + 2 x 64 KiB at 16384), stay in L2.
+/// Tuples one round of simd_merge takes at most (all runs together): its buffers, two of words and three
+/// columns (2 x 128 + 3 x 64 KiB at 16384), stay in L2.
 inline constexpr std::int64_t kSimdRoundTuples = MGJOIN_MERGE_SIMD_ROUND_TUPLES;
 static_assert(kSimdRoundTuples >= 64 * 64, "a round takes at least 64 tuples of each of up to 64 runs");
 

@@ -37,8 +37,7 @@ void expect_kernel_merged(Runs<K, P> runs, Kernel kernel) {
   const auto n = static_cast<std::size_t>(runs.total());
   std::vector<K> keys(n);
   std::vector<P> payloads(n);
-  kernel(cursors.data(), static_cast<int>(cursors.size()), keys.data(), payloads.data(),
-         static_cast<std::int64_t>(n));
+  kernel(cursors.data(), static_cast<int>(cursors.size()), keys.data(), payloads.data(), static_cast<std::int64_t>(n));
   host_merge::detail::finish_output();
   ASSERT_TRUE(std::is_sorted(keys.begin(), keys.end()));
   std::vector<std::pair<K, P>> got;

@@ -135,6 +135,19 @@ TYPED_TEST(MultiwayMerge, DuplicateHeavyKeys) {
     check_shape<K, P>(test::random_sizes(rng, k, 3000), [&](auto, auto) { return K(few(rng)); });
 }
 
+TYPED_TEST(MultiwayMerge, DuplicateKeysWithPayloadsInAnyOrder) {
+  // The sort phase orders by key only: equal keys reach the merge with their payloads in any order.
+  KP_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<int> few(0, 3);
+  for (std::size_t k : {2, 3, 8, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    auto runs = make_runs<K, P>(test::random_sizes(rng, k, 3000), [&](auto, auto) { return K(few(rng)); });
+    test::shuffle_payloads(runs, rng);
+    expect_merged(runs);
+  }
+}
+
 TYPED_TEST(MultiwayMerge, AllKeysEqual) {
   KP_TYPES;
   for (std::size_t k : {2, 3, 4, 9}) check_shape<K, P>(std::vector<std::int64_t>(k, 2500), [](auto, auto) { return K(7); });

@@ -40,6 +40,13 @@ Runs<K, P> make_runs(const std::vector<std::int64_t>& sizes, KeyAt key_at) {
   return runs;
 }
 
+/// Shuffles the payload ids within each run, so that equal keys carry their payloads in no particular
+/// order (as after the GPU sort, which orders by key only); the keys stay sorted.
+template <class K, class P>
+void shuffle_payloads(Runs<K, P>& runs, std::mt19937_64& rng) {
+  for (auto& payloads : runs.payloads) std::shuffle(payloads.begin(), payloads.end(), rng);
+}
+
 /// Sequential reference: all (key, payload) tuples sorted by key, then payload.
 template <class K, class P>
 std::vector<std::pair<K, P>> reference_merge(const Runs<K, P>& runs) {

@@ -1,6 +1,7 @@
-// The AVX-512 per-thread merge of 4/4 tuples (host_merge/detail/simd_merge.hpp): packed words, rounds
-// cut by round_counts, bitonic merge networks. Called directly (kernel_fixtures.hpp), checked against a
-// sequential sort of all tuples; skipped on a CPU without AVX-512F. round_counts is checked on its own.
+// The AVX-512 per-thread merge of 4/4 tuples (host_merge/detail/simd_merge.hpp): packed (key, index)
+// words, rounds cut by round_counts, bitonic merge networks, payloads gathered back by index. Called
+// directly (kernel_fixtures.hpp), checked against a sequential sort of all tuples; skipped on a CPU
+// without AVX-512F. round_counts is checked on its own.
 #include "host_merge/detail/simd_merge.hpp"
 
 #include <gtest/gtest.h>
@@ -27,8 +28,9 @@ using test::sizes_summing_to;
 
 template <class K>
 void expect_simd_merged(Runs<K, std::uint32_t> runs) {
-  test::expect_kernel_merged(std::move(runs), [](auto* cursors, int m, K* keys, std::uint32_t* payloads,
-                                                 std::int64_t) { simd_merge(cursors, m, keys, payloads); });
+  test::expect_kernel_merged(std::move(runs), [](auto* cursors, int m, K* keys, std::uint32_t* payloads, std::int64_t) {
+    simd_merge(cursors, m, keys, payloads);
+  });
 }
 
 template <class K>
@@ -80,8 +82,26 @@ TYPED_TEST(SimdMerge, FewDistinctKeysAcrossRounds) {
   for (std::size_t k : {3, 8, 13})
     for (std::int64_t total : {kSimdRoundTuples + 1, 4 * kSimdRoundTuples + 3}) {
       SCOPED_TRACE("k=" + std::to_string(k) + " total=" + std::to_string(total));
-      expect_simd_merged(make_runs<K, std::uint32_t>(sizes_summing_to(rng, k, total),
-                                                     [&](auto, auto) { return K(few(rng) + 3); }));
+      expect_simd_merged(
+          make_runs<K, std::uint32_t>(sizes_summing_to(rng, k, total), [&](auto, auto) { return K(few(rng) + 3); }));
+    }
+}
+
+TYPED_TEST(SimdMerge, PayloadsOfEqualKeysInAnyOrder) {
+  // Runs are sorted by key only: a word must not order equal keys by their payloads (it would find
+  // segments unsorted, and the merges from both ends would write some tuples twice and lose others).
+  using K = TypeParam;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<int> few(-2, 2);
+  for (std::size_t k : {2, 3, 8, 64})
+    for (std::int64_t total : {std::int64_t{17}, kSimdRoundTuples + 1, 4 * kSimdRoundTuples + 3}) {
+      if (total < std::int64_t(k)) continue;
+      SCOPED_TRACE("k=" + std::to_string(k) + " total=" + std::to_string(total));
+      auto sizes = sizes_summing_to(rng, k, total);
+      if (std::count_if(sizes.begin(), sizes.end(), [](auto s) { return s > 0; }) < 2) continue;
+      auto runs = make_runs<K, std::uint32_t>(sizes, [&](auto, auto) { return K(few(rng) + 3); });
+      test::shuffle_payloads(runs, rng);
+      expect_simd_merged(std::move(runs));
     }
 }
 
@@ -132,9 +152,10 @@ TYPED_TEST(SimdMerge, DisjointInterleavedAndSkewedRuns) {
     SCOPED_TRACE("k=" + std::to_string(k));
     const std::vector<std::int64_t> sizes(k, kSimdRoundTuples / 2 + 3);
     // In run order, in reverse run order, and perfectly interleaved.
-    expect_simd_merged(make_runs<K, std::uint32_t>(sizes, [](std::size_t r, std::int64_t j) { return K(r * 100000 + j); }));
-    expect_simd_merged(make_runs<K, std::uint32_t>(
-        sizes, [k](std::size_t r, std::int64_t j) { return K((k - 1 - r) * 100000 + j); }));
+    expect_simd_merged(
+        make_runs<K, std::uint32_t>(sizes, [](std::size_t r, std::int64_t j) { return K(r * 100000 + j); }));
+    expect_simd_merged(
+        make_runs<K, std::uint32_t>(sizes, [k](std::size_t r, std::int64_t j) { return K((k - 1 - r) * 100000 + j); }));
     expect_simd_merged(make_runs<K, std::uint32_t>(sizes, [k](std::size_t r, std::int64_t j) { return K(j * k + r); }));
     // One long run and short runs whose keys fall in its middle.
     std::vector<std::int64_t> skewed(k, 5);
@@ -163,7 +184,8 @@ TEST(RoundCounts, TakesAPrefixOfTheKeyRunPositionOrder) {
   std::uniform_int_distribution<std::uint32_t> few(0, 20);
   for (std::int64_t window : {1, 7, 64, 500}) {
     SCOPED_TRACE("window=" + std::to_string(window));
-    auto runs = make_runs<std::uint32_t, std::uint32_t>(sizes_summing_to(rng, 9, 3000), [&](auto, auto) { return few(rng); });
+    auto runs =
+        make_runs<std::uint32_t, std::uint32_t>(sizes_summing_to(rng, 9, 3000), [&](auto, auto) { return few(rng); });
     auto cursors = cursors_of(runs);
     const int m = static_cast<int>(cursors.size());
     std::int64_t left = runs.total();
@@ -181,8 +203,10 @@ TEST(RoundCounts, TakesAPrefixOfTheKeyRunPositionOrder) {
         if (counts[i] < remaining) min_left = std::min(min_left, Rank{cursors[i].key[counts[i]], i, counts[i]});
       }
       EXPECT_LT(max_taken, min_left) << "the round is not a prefix of the merged order";
-      if (some_run_reaches_past) EXPECT_GE(n, window);
-      else EXPECT_EQ(n, left) << "the last round takes everything left";
+      if (some_run_reaches_past)
+        EXPECT_GE(n, window);
+      else
+        EXPECT_EQ(n, left) << "the last round takes everything left";
       for (int i = 0; i < m; ++i) {
         cursors[i].key += counts[i];
         cursors[i].payload += counts[i];

@@ -64,6 +64,18 @@ TYPED_TEST(TreeMerge, RandomKeysAroundTheTwoTreeThreshold) {
     }
 }
 
+TYPED_TEST(TreeMerge, PayloadsOfEqualKeysInAnyOrder) {
+  TREE_TYPES;
+  std::mt19937_64 rng(test::announce_seed());
+  std::uniform_int_distribution<int> few(0, 3);
+  for (std::size_t k : {3, 8, 64}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    auto runs = make_runs<K, P>(sizes_summing_to(rng, k, 3 * kLanePairMinTuples + 1), [&](auto, auto) { return K(few(rng)); });
+    test::shuffle_payloads(runs, rng);
+    expect_tree_merged<Tree>(std::move(runs));
+  }
+}
+
 TYPED_TEST(TreeMerge, AllKeysEqualSplitExactlyAtTheMedian) {
   // Every tuple ties with the median: the split must still put each tuple in exactly one half.
   TREE_TYPES;
