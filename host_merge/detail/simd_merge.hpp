@@ -32,8 +32,8 @@
 //
 // MGJOIN_MERGE_SIMD (compile time; default 1 on x86-64) builds the kernel; it runs where the CPU has
 // AVX-512F (checked once at run time) unless the environment sets MGJOIN_MERGE_SIMD=0; else the 2-way
-// kernel and the loser trees (tree_merge.hpp) merge. On the x4 host at
-// 64 threads it took 4/4 k = 8 from 62-71% to 82-102% of memcpy bandwidth (PERFORMANCE.md).
+// kernel and the loser trees (tree_merge.hpp) merge. On four x4 hosts at
+// 64 threads it merged 4/4 k = 8 1.06-1.42x as fast as the loser trees (PERFORMANCE.md, session 5).
 #include <algorithm>
 #include <cstdint>
 
