@@ -249,21 +249,18 @@ MGJOIN_AVX512 void unpack_segment(const Word* words, std::int64_t n, const std::
   }
 }
 
-/// Copies n 4-byte words of a column to the output past the caches: whole 64-byte lines once dst is
-/// aligned to one (a line fills at once, where copy_output's 16-byte stores take four), word stores
-/// for the head and the tail.
+/// copy_output of n 4-byte words, with the lines between the first and the last 64-byte boundary of
+/// dst written whole (one store per line, where copy_output's 16-byte stores take four).
 template <class T>
 MGJOIN_AVX512 void stream_column(T* dst, const T* src, std::int64_t n) {
   static_assert(sizeof(T) == 4);
-  if constexpr (!kStreamingStores) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
-  } else {
-    std::int64_t i = 0;
-    for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) store_output(dst + i, src[i]);
-    for (; i + 16 <= n; i += 16)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
-    for (; i < n; ++i) store_output(dst + i, src[i]);
-  }
+  if constexpr (!kStreamingStores) return copy_output(dst, src, n);
+  const auto misaligned = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(dst) % 64 / sizeof(T));
+  std::int64_t i = std::min(n, misaligned == 0 ? 0 : 16 - misaligned);
+  copy_output(dst, src, i);
+  for (; i + 16 <= n; i += 16)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+  copy_output(dst + i, src + i, n - i);
 }
 
 /// This thread's round buffers, kept from merge to merge (one allocation per thread and size): two of

@@ -2,8 +2,6 @@
 // The PCIe rate a benchmark's floor should use: measured in the same run, since the lent machines
 // differ (DEVICE.md lists ~205 GB/s host-to-device with 4 GPUs; some hosts give ~170).
 #include "alloc/stack_allocator.hpp"
-
-#include <span>
 #include "p2p/device.hpp"
 
 #include <mgjoin/error.hpp>
@@ -13,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <thread>
 #include <vector>
 

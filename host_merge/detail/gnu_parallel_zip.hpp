@@ -82,24 +82,36 @@ template <class K, class P>
 inline constexpr bool kSimdMergeTypes = kSimdMergeBuilt && std::is_same_v<P, std::uint32_t> &&
                                         (std::is_same_v<K, std::int32_t> || std::is_same_v<K, std::uint32_t>);
 
+/// Merges all `total` tuples of m >= 2 non-empty runs with simd_merge and advances the runs, where it
+/// takes them: 4/4 tuples, on a CPU with AVX-512, when `length` (what the caller asks for) is the whole
+/// share (libstdc++'s threads always take theirs whole). Returns whether it merged.
+template <class K, class P>
+bool try_simd_merge(RunCursor<K, P>* runs, int m, K* out_keys, P* out_payloads, std::int64_t length,
+                    std::int64_t total) {
+  if constexpr (kSimdMergeTypes<K, P>) {
+    if (length != total || !simd_merge_supported()) return false;
+    simd_merge(runs, m, out_keys, out_payloads);
+    return true;
+  } else {
+    return false;
+  }
+}
+
 /// Merges the `length` smallest of the `total` tuples of m >= 2 non-empty runs and advances the runs:
-/// simd_merge for 4/4 tuples on a CPU with AVX-512 when the share is whole (libstdc++'s threads always
-/// take theirs whole), else the loser trees.
+/// simd_merge where it takes them (try_simd_merge), else the loser trees.
 template <class K, class P>
 void merge_thread_share(RunCursor<K, P>* runs, int m, K* out_keys, P* out_payloads, std::int64_t length,
                         std::int64_t total) {
-  if constexpr (kSimdMergeTypes<K, P>) {
-    if (length == total && simd_merge_supported()) return simd_merge(runs, m, out_keys, out_payloads);
-  }
-  tree_merge<LoserTreeFor<K, P>>(runs, m, out_keys, out_payloads, length);
+  if (!try_simd_merge(runs, m, out_keys, out_payloads, length, total))
+    tree_merge<LoserTreeFor<K, P>>(runs, m, out_keys, out_payloads, length);
 }
 
-/// The k >= 5 kernel for KeyLess: drops the empty runs (the guard run, and per-thread pieces that the
-/// splitter left empty), then merges the rest on a loser tree (LoserTreeFor). Advances each sequence's begin, as
-/// libstdc++'s kernels do. nullopt (nothing done) when more runs are live than the tree takes.
+/// The k >= 3 kernel for UnstableKeyLess: drops the empty runs (the guard run, and per-thread pieces
+/// that the splitter left empty), then merges the rest (merge_thread_share). Advances each sequence's
+/// begin, as libstdc++'s kernels do. nullopt (nothing done) when more runs are live than the trees take.
 template <class K, class P, class Diff>
-std::optional<ZipIterator<K, P>> key_loser_tree_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end,
-                                                      ZipIterator<K, P> target, Diff length) {
+std::optional<ZipIterator<K, P>> merge_live_runs(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end,
+                                                 ZipIterator<K, P> target, Diff length) {
   RunCursor<K, P> runs[kKeyLoserTreeMaxLeaves];
   ZipSeq<K, P>* seq_of[kKeyLoserTreeMaxLeaves];
   int m = 0;
@@ -131,13 +143,13 @@ template <bool Stable, class K, class P, class Out, class Compare>
 inline constexpr bool kOwnKernel = !Stable && std::is_integral_v<K> && std::is_same_v<Compare, UnstableKeyLess> &&
                                    std::is_same_v<Out, ZipIterator<K, P>>;
 
-/// The per-thread kernel for k >= 3 sequences: KeyLoserTree where kOwnKernel, else libstdc++'s
-/// `fallback()`.
+/// The per-thread kernel for k >= 3 sequences: ours (merge_live_runs) where kOwnKernel, else
+/// libstdc++'s `fallback()`.
 template <bool Stable, class K, class P, class Out, class Diff, class Compare, class Fallback>
 Out per_thread_merge(ZipSeq<K, P>* seqs_begin, ZipSeq<K, P>* seqs_end, Out target, Diff length,
                      Fallback fallback) {
   if constexpr (kOwnKernel<Stable, K, P, Out, Compare>) {
-    if (auto end = key_loser_tree_merge(seqs_begin, seqs_end, target, length)) return *end;
+    if (auto end = merge_live_runs(seqs_begin, seqs_end, target, length)) return *end;
   }
   return fallback();
 }
@@ -175,20 +187,17 @@ ZipIterator<K, P> __merge_advance(ZipIterator<K, P>& begin1, ZipIterator<K, P> e
   } else {
     detail::TwoWayCursor<K, P> a{begin1.keys(), begin1.payloads(), end1.keys()};
     detail::TwoWayCursor<K, P> b{begin2.keys(), begin2.payloads(), end2.keys()};
-    const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(max_length), a.left() + b.left());
-    if constexpr (detail::kSimdMergeTypes<K, P>) {
-      if (n == a.left() + b.left() && a.left() > 0 && b.left() > 0 && detail::simd_merge_supported()) {
-        detail::RunCursor<K, P> runs[2] = {{a.key, a.payload, a.end}, {b.key, b.payload, b.end}};
-        detail::simd_merge(runs, 2, target.keys(), target.payloads());
-        detail::finish_output();
-        begin1 += a.left();
-        begin2 += b.left();
-        return target + n;
-      }
+    const std::int64_t total = a.left() + b.left();
+    const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(max_length), total);
+    detail::RunCursor<K, P> runs[2] = {{a.key, a.payload, a.end}, {b.key, b.payload, b.end}};
+    if (a.left() > 0 && b.left() > 0 && detail::try_simd_merge(runs, 2, target.keys(), target.payloads(), n, total)) {
+      a = {runs[0].key, runs[0].payload, a.end};
+      b = {runs[1].key, runs[1].payload, b.end};
+    } else {
+      detail::merge_through_stage(target.keys(), target.payloads(), n, [&](K* keys, P* payloads, std::int64_t block) {
+        detail::two_way_merge(a, b, keys, payloads, block);
+      });
     }
-    detail::merge_through_stage(target.keys(), target.payloads(), n, [&](K* keys, P* payloads, std::int64_t block) {
-      detail::two_way_merge(a, b, keys, payloads, block);
-    });
     detail::finish_output();
     begin1 = make_zip(a.key, a.payload);
     begin2 = make_zip(b.key, b.payload);
