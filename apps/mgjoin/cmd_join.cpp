@@ -153,6 +153,8 @@ nlohmann::json summary(const JoinResult& result, const Relation& r, const Relati
   return {{"count", result.count},
           {"seconds", result.seconds},
           {"executor", result.executor},
+          {"strategy", strategy_name(result.strategy)},
+          {"strategy_reason", result.strategy_reason},
           {"phases", phases},
           {"r_rows", r.size()},
           {"s_rows", s.size()},
@@ -199,6 +201,7 @@ void run_join(const JoinArgs& args) {
   const JoinResult result = join(r.view(), s.view(), options);
   std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.executor.c_str(),
                args.engine.gpus < 0 && !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "");
+  if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.strategy_reason.c_str());
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();

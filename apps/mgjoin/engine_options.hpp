@@ -1,5 +1,5 @@
 #pragma once
-// Engine options shared by `join` and `bench`: --gpus, --gpu-ids, --sort, --exchange,
+// Engine options shared by `join` and `bench`: --gpus, --gpu-ids, --strategy, --sort, --exchange,
 // --gpu-memory-limit, --tuning-file, -v. Errors are one-line InputErrors naming the option.
 #include "cli_options.hpp"
 #include "topology/log.hpp"
@@ -17,6 +17,7 @@ namespace mgjoin::cli {
 struct EngineOptions {
   int gpus = -1;
   std::vector<int> gpu_ids;
+  std::string strategy = "auto";
   std::string sort = "auto";
   std::string exchange = "copy";
   std::string memory_limit;
@@ -27,6 +28,9 @@ struct EngineOptions {
     cmd.add_option("--gpus", gpus, "GPUs to use: -1 = all (set chosen by topology/tuning), 0 = CPU path, N")
         ->capture_default_str();
     cmd.add_option("--gpu-ids", gpu_ids, "explicit GPU ids, e.g. 0,2 (overrides --gpus)")->delimiter(',');
+    cmd.add_option("--strategy", strategy,
+                   "data flow: copart (co-partitioned, in core), paper (sort, merge, join) or auto (copart when it fits)")
+        ->capture_default_str();
     cmd.add_option("--sort", sort, "sort strategy: radix, merge or auto (from the tuning file, else radix)")
         ->capture_default_str();
     cmd.add_option("--exchange", exchange, "radix bucket exchange: copy (copy engines) or nccl")->capture_default_str();
@@ -41,6 +45,11 @@ struct EngineOptions {
     static const std::map<std::string, SortStrategy> sorts{
         {"radix", SortStrategy::Radix}, {"merge", SortStrategy::Merge}, {"auto", SortStrategy::FromTuning}};
     static const std::map<std::string, Exchange> exchanges{{"copy", Exchange::CopyEngines}, {"nccl", Exchange::Nccl}};
+    static const std::map<std::string, JoinStrategy> strategies{
+        {"auto", JoinStrategy::Auto}, {"paper", JoinStrategy::Paper}, {"copart", JoinStrategy::CoPartitioned}};
+    const auto st = strategies.find(strategy);
+    MGJOIN_INPUT_EXPECTS(st != strategies.end(), "--strategy " + strategy + ": expected auto, paper or copart");
+    o.strategy = st->second;
     const auto s = sorts.find(sort);
     MGJOIN_INPUT_EXPECTS(s != sorts.end(), "--sort " + sort + ": expected radix, merge or auto");
     const auto e = exchanges.find(exchange);

@@ -5,6 +5,7 @@
 
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
+#include "engine/src/copart/copart_join.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/merge_phase.hpp"
@@ -116,7 +117,7 @@ void add_phases(std::vector<PhaseStat>& stats, const std::vector<PhaseStat>& mor
   for (const auto& p : more) add_phase(stats, p);
 }
 
-const char* strategy_name(SortStrategy s) { return s == SortStrategy::Merge ? "merge" : "radix"; }
+const char* sort_name(SortStrategy s) { return s == SortStrategy::Merge ? "merge" : "radix"; }
 const char* exchange_name(Exchange e) { return e == Exchange::Nccl ? "NCCL" : "copy engines"; }
 
 }  // namespace
@@ -184,6 +185,23 @@ struct Engine::Impl {
     return sort::plan_sort_with_memory(r, s, devices, free, device_bytes);
   }
 
+  /// The co-partitioned flow on this engine's GPUs and stacks; its pinned staging comes from the range
+  /// stacks (grown once when a plan needs more).
+  JoinResult join_copart(const RelationView& r, const RelationView& s, const copart::CopartPlan& plan,
+                         const JoinOptions& options) {
+    JoinResult result;
+    result.strategy = JoinStrategy::CoPartitioned;
+    result.strategy_reason = plan.reason;
+    result.executor = "GPUs " + join_ids(devices) + " (co-partitioned, " + exchange_name(options.exchange) + " exchange)";
+    const std::uint64_t pinned = copart::pinned_bytes_needed(plan, options.output);
+    if (range_stacks[0].available() < pinned) make_range_stacks(pinned + kMinRangeBytes);
+    const copart::CopartContext context{devices, stacks.view(), range_stacks.view(), options.exchange,
+                                        comms_for(options.exchange)};
+    copart::run_copart(r, s, plan, options.output, context, result);
+    result.peak_host_bytes = range_bytes() + result.key.bytes() + result.r_payload.bytes() + result.s_payload.bytes();
+    return result;
+  }
+
   void reserve_ranges(const RelationView& r, const RelationView& s, OutputMode output) {
     if (output == OutputMode::Count) return;
     // A GPU gets a partition pair of about (|R| + |S|) / g tuples and at most one matching range per
@@ -225,10 +243,53 @@ Engine::~Engine() = default;
 const std::vector<int>& Engine::devices() const { return impl_->devices; }
 std::uint64_t Engine::device_bytes() const { return impl_->device_bytes; }
 
+namespace {
+
+/// Why the paper flow runs when the co-partitioned one is not even tried; empty when it is to be tried.
+/// @throw InputError when the co-partitioned flow was asked for an output it does not make.
+std::string paper_only_reason(const JoinOptions& options) {
+  if (options.strategy == JoinStrategy::Paper) return "paper flow: asked for";
+  if (options.output != OutputMode::Ranges) return "";
+  MGJOIN_INPUT_EXPECTS(options.strategy != JoinStrategy::CoPartitioned,
+                       "--strategy copart: ranges output indexes the sorted inputs, which only the paper flow "
+                       "makes (use --strategy paper or auto)");
+  return "paper flow: ranges output indexes the sorted inputs";
+}
+
+}  // namespace
+
 JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& options) {
   validate_relations(r, s);
   Impl& e = *impl_;
   const auto start = Clock::now();
+  std::string reason = paper_only_reason(options);
+  const HostPin input_pins[] = {{r.key.data, r.key.bytes()},
+                                {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
+                                {s.key.data, s.key.bytes()},
+                                {s.payload ? s.payload->data : nullptr, s.payload ? s.payload->bytes() : 0}};
+  if (reason.empty()) {
+    if (options.progress) options.progress("plan", 0);
+    const copart::CopartPlan plan = copart::plan_copart(r, s, static_cast<int>(e.devices.size()), options.output,
+                                                        e.device_bytes, copart::device_scratch_sizes());
+    const double plan_seconds = seconds_since(start);
+    reason = plan.reason;
+    MGJOIN_INPUT_EXPECTS(plan.fits || options.strategy != JoinStrategy::CoPartitioned,
+                         "--strategy copart: R and S do not fit the GPUs (" + plan.reason +
+                             "); use --strategy paper or auto, or more GPUs");
+    if (plan.fits) {
+      try {
+        if (options.progress) options.progress("co-partitioned join", 0);
+        JoinResult result = e.join_copart(r, s, plan, options);
+        result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", plan_seconds, 0, 0});
+        if (options.progress) options.progress("done", 1);
+        result.seconds = seconds_since(start);
+        return result;
+      } catch (const copart::PlanMissed& missed) {
+        // Nothing was output: the paper flow starts from the untouched inputs.
+        reason = std::string("paper flow: ") + missed.what() + " (the key sample misled the plan)";
+      }
+    }
+  }
   detail::PhaseRanges ranges;  // NVTX: one profiler range per phase
   const auto progress = [&](const char* phase, double fraction) {
     if (fraction < 1) ranges.mark(phase);
@@ -236,13 +297,11 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
   };
   const SortStrategy strategy = e.resolve_strategy(options.sort);
   JoinResult result;
-  result.executor = "GPUs " + join_ids(e.devices) + " (" + strategy_name(strategy) + " sort, " +
+  result.executor = "GPUs " + join_ids(e.devices) + " (" + sort_name(strategy) + " sort, " +
                     exchange_name(options.exchange) + " exchange)";
+  result.strategy = JoinStrategy::Paper;
+  result.strategy_reason = reason;
 
-  const HostPin pins[] = {{r.key.data, r.key.bytes()},
-                          {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
-                          {s.key.data, s.key.bytes()},
-                          {s.payload ? s.payload->data : nullptr, s.payload ? s.payload->bytes() : 0}};
   const sort::SortPlan plan = e.plan(r, s);
   // The merge phase merges at most kMaxRuns runs per relation: say so before the sort phase runs.
   MGJOIN_INPUT_EXPECTS(std::max(plan.k_r, plan.k_s) <= static_cast<int>(host_merge::kMaxRuns),

@@ -25,13 +25,31 @@ void validate_relations(const RelationView& r, const RelationView& s) {
                            std::to_string(s.key.size));
 }
 
+const char* strategy_name(JoinStrategy s) {
+  switch (s) {
+    case JoinStrategy::Auto: return "auto";
+    case JoinStrategy::Paper: return "paper";
+    case JoinStrategy::CoPartitioned: return "copart";
+  }
+  return "?";
+}
+
+namespace {
+JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
+  JoinResult result = detail::cpu_join(r, s, options);
+  result.strategy = JoinStrategy::Paper;
+  result.strategy_reason = "CPU path: no GPUs";
+  return result;
+}
+}  // namespace
+
 JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
   validate_relations(r, s);
   const bool gpus_named = options.gpus > 0 || !options.gpu_ids.empty();
-  if (options.gpus == 0 && options.gpu_ids.empty()) return detail::cpu_join(r, s, options);
+  if (options.gpus == 0 && options.gpu_ids.empty()) return cpu_path(r, s, options);
   if (p2p::device_count() == 0) {
     MGJOIN_INPUT_EXPECTS(!gpus_named, "--gpus: GPUs were asked for but no CUDA GPU was found on this machine");
-    return detail::cpu_join(r, s, options);  // the default (all GPUs) on a machine without any
+    return cpu_path(r, s, options);  // the default (all GPUs) on a machine without any
   }
   Engine engine(options);
   return engine.join(r, s, options);

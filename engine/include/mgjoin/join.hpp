@@ -21,6 +21,15 @@ enum class SortStrategy : std::uint8_t { Radix, Merge, FromTuning };
 enum class Exchange : std::uint8_t { CopyEngines, Nccl };
 /// What the join returns.
 enum class OutputMode : std::uint8_t { Count, Ranges, Materialize };
+/// Which data flow runs the join.
+/// - Paper: the paper's flow (sort chunksets on the GPUs, copy them back, merge on the CPU when a
+///   relation took several chunksets, copy the keys in again and join). Sorts the inputs in place.
+/// - CoPartitioned: R and S range-partitioned by shared splitters as they arrive, each GPU sorts and
+///   joins the partition pair it owns, output built on the GPU and copied out once. Every input byte
+///   crosses PCIe once; needs R and S (with sort scratch) to fit the GPUs' memory. Leaves the caller's
+///   inputs untouched. Count and materialized output only (ranges index sorted inputs: paper flow).
+/// - Auto: CoPartitioned whenever it can run (in core, output not Ranges), else Paper.
+enum class JoinStrategy : std::uint8_t { Auto, Paper, CoPartitioned };
 
 /// A matching key range in the *sorted* R and S: rows [r_begin, r_end) of R match rows
 /// [s_begin, s_end) of S, producing (r_end - r_begin) * (s_end - s_begin) output tuples.
@@ -49,6 +58,7 @@ struct JoinOptions {
   /// Bytes of device memory per GPU the engine may use; 0 = 80% of each GPU's free memory.
   std::uint64_t gpu_memory_limit = 0;
   OutputMode output = OutputMode::Materialize;
+  JoinStrategy strategy = JoinStrategy::Auto;
   /// Tuning file written by `mgjoin tune`; empty = the default (~/.cache/mgjoin/tuning.json).
   std::string tuning_file;
   ProgressCallback progress;  ///< optional
@@ -70,10 +80,16 @@ struct JoinResult {
   double seconds = 0;               ///< wall time of the whole join
   std::uint64_t peak_host_bytes = 0;  ///< host memory held by the join beyond its inputs, at peak
   std::string executor;             ///< "CPU (2 threads)" or "GPUs 0,1,2,3 (radix, copy engines)"
+  JoinStrategy strategy = JoinStrategy::Paper;  ///< the flow that ran (Paper for the CPU path too)
+  std::string strategy_reason;      ///< why the planner chose it, one line
 };
 
-/// Joins R and S on key equality. The inputs are sorted in place (keys with their payloads):
-/// ranges in OutputMode::Ranges index into the sorted inputs.
+/// "auto", "paper", "copart".
+const char* strategy_name(JoinStrategy s);
+
+/// Joins R and S on key equality. The paper flow sorts the inputs in place (keys with their payloads):
+/// ranges in OutputMode::Ranges index into the sorted inputs. The co-partitioned flow leaves them
+/// untouched; the CPU path sorts them in place.
 /// @throw InputError when key types differ, a payload's length differs from its key's, or a
 ///        requested GPU does not exist.
 JoinResult join(RelationView r, RelationView s, const JoinOptions& options = {});

@@ -1,0 +1,625 @@
+// run_copart: executes a co-partitioned plan (copart_join.hpp draws the flow).
+//
+// Streams per GPU: `h2d` brings chunks in, `part` partitions them, one lane per source GPU receives
+// the partitions sent to this GPU (copy engines; `xchg` for NCCL), `work` sorts, joins and writes the
+// output. Two chunk slots per GPU: chunk t + 1 arrives while chunk t is partitioned and chunk t - 1's
+// partitions are on NVLink. One host thread drives every GPU; it blocks only to read a chunk's
+// segment sizes, which it needs to address the copies and to check them against the plan's bounds.
+#include "engine/src/copart/copart_join.hpp"
+
+#include "alloc/stack_buffer.hpp"
+#include "engine/src/sort/local_sort.hpp"
+#include "engine/src/sort/radix_partition.hpp"
+#include "p2p/all_to_all.hpp"
+#include "p2p/device.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace mgjoin::copart {
+namespace {
+
+using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
+using PinnedBuffer = alloc::StackBuffer<std::byte, alloc::PinnedStackAllocator>;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::byte* at(const DeviceBuffer& b, std::int64_t row, int width) {
+  return b.data() + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
+}
+const std::byte* at(const void* p, std::int64_t row, int width) {
+  return static_cast<const std::byte*>(p) + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
+}
+
+std::uint64_t sign_mask(DType key_type) {
+  return is_signed_key(key_type) ? std::uint64_t{1} << (dtype_size(key_type) * 8 - 1) : 0;
+}
+
+/// One relation's partition on one GPU: filled by the exchange, then sorted in place.
+struct Partition {
+  DeviceBuffer keys, payload;
+  std::int64_t capacity = 0;
+  std::int64_t rows = 0;  ///< filled so far (host bookkeeping)
+};
+
+/// One of a GPU's two chunk slots.
+struct Slot {
+  DeviceBuffer in_keys, in_payload, out_keys, out_payload, scratch, segments;
+  PinnedBuffer segments_host;
+  std::int64_t rows = 0;  ///< rows of the chunk now in it (0: unused this round)
+  p2p::Event h2d_done, part_done;
+  std::vector<p2p::Event> sent;  ///< per destination, on its lane: the copies out of this slot are done
+  bool sent_recorded = false;
+};
+
+struct Gpu {
+  int device = 0;
+  alloc::DeviceStackAllocator* memory = nullptr;
+  alloc::PinnedStackAllocator* pinned = nullptr;
+  p2p::Stream h2d, part, work, xchg;
+  std::vector<p2p::Stream> lanes;  ///< per source GPU
+  std::array<Partition, 2> partition;
+  DeviceBuffer counter;
+  DeviceBuffer alt_keys, alt_payload, sort_temp;
+  std::array<Slot, 2> slots;
+  p2p::Event tail_begin, sorted, joined;
+};
+
+class Flow {
+ public:
+  Flow(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
+       const CopartContext& ctx)
+      : rel_{r, s}, plan_(plan), output_(output), ctx_(ctx), g_(static_cast<int>(ctx.devices.size())),
+        key_xor_(sign_mask(r.key.type)) {
+    MGJOIN_EXPECTS(g_ == plan.partitions.gpus, "the plan was made for another GPU count");
+    gpus_.reserve(g_);
+    for (int d = 0; d < g_; ++d) gpus_.push_back(make_gpu(d));
+    for (int d = 0; d < g_; ++d)
+      for (int j = 0; j < g_; ++j) lanes_.push_back(gpus_[d].lanes[j]);
+  }
+
+  // Work may still be in flight when an error unwinds: wait for it before any buffer goes back.
+  ~Flow() {
+    for (const auto& gpu : gpus_) {
+      p2p::DeviceGuard guard(gpu.device);
+      cudaDeviceSynchronize();
+    }
+  }
+  Flow(const Flow&) = delete;
+  Flow& operator=(const Flow&) = delete;
+
+  void transfer(Side side) {
+    if (g_ == 1)
+      transfer_whole(side);
+    else
+      transfer_rounds(side);
+  }
+
+  /// Sorts each GPU's partition of `side` once everything sent to it has arrived.
+  void sort_partitions(Side side) {
+    for (int d = 0; d < g_; ++d) {
+      Gpu& gpu = gpus_[d];
+      p2p::DeviceGuard guard(gpu.device);
+      wait_arrivals(gpu, side);
+      if (side == Side::S) gpu.tail_begin.record(gpu.work);
+      sort_partition(gpu, side);
+      if (side == Side::S) gpu.sorted.record(gpu.work);
+    }
+  }
+
+  /// Waits until every input byte has arrived where it belongs.
+  void wait_transfer() {
+    for (auto& gpu : gpus_) {
+      p2p::DeviceGuard guard(gpu.device);
+      for (auto& st : {&gpu.h2d, &gpu.part, &gpu.xchg}) st->synchronize();
+      for (auto& lane : gpu.lanes) lane.synchronize();
+    }
+  }
+
+  /// Frees the chunk slots and, once the sorts are done, the sort buffers (the slots lie above them
+  /// on the stack, so they go first).
+  void release_transfer_buffers() {
+    wait_transfer();
+    for (auto& gpu : gpus_) {
+      p2p::DeviceGuard guard(gpu.device);
+      gpu.work.synchronize();
+      for (auto& slot : gpu.slots) slot = Slot{};
+      gpu.sort_temp.release();
+      gpu.alt_payload.release();
+      gpu.alt_keys.release();
+    }
+  }
+
+  /// Joins every resident pair and returns the total count (match arrays filled when given).
+  std::uint64_t join(std::span<const MatchArrays> arrays) {
+    for (int d = 0; d < g_; ++d) {
+      Gpu& gpu = gpus_[d];
+      p2p::DeviceGuard guard(gpu.device);
+      MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(unsigned long long), gpu.work));
+      resident_join(pair(gpu), reinterpret_cast<unsigned long long*>(gpu.counter.data()),
+                    arrays.empty() ? MatchArrays{} : arrays[d], gpu.work);
+      gpu.joined.record(gpu.work);
+    }
+    std::uint64_t total = 0;
+    for (auto& gpu : gpus_) total += read_counter(gpu);
+    return total;
+  }
+
+  /// Materializes the output into result columns (key order: GPU by GPU, each in probe-row order).
+  void materialize(JoinResult& result, PhaseStat& stat);
+
+  double tail_seconds(bool join_part) const {
+    float worst = 0;
+    for (const auto& gpu : gpus_) {
+      const float ms = join_part ? gpu.joined.elapsed_ms_since(gpu.sorted) : gpu.sorted.elapsed_ms_since(gpu.tail_begin);
+      worst = std::max(worst, ms);
+    }
+    return worst / 1e3;
+  }
+
+  std::uint64_t bytes_pcie_in() const { return bytes_in_; }
+  std::uint64_t bytes_nvlink() const { return bytes_nvlink_; }
+
+ private:
+  Gpu make_gpu(int d) {
+    Gpu gpu;
+    gpu.device = ctx_.devices[d];
+    gpu.memory = ctx_.device_memory[d];
+    gpu.pinned = ctx_.pinned[d];
+    p2p::DeviceGuard guard(gpu.device);
+    gpu.h2d = p2p::Stream(gpu.device);
+    gpu.part = p2p::Stream(gpu.device);
+    gpu.work = p2p::Stream(gpu.device);
+    gpu.xchg = p2p::Stream(gpu.device);
+    for (int j = 0; j < g_; ++j) gpu.lanes.emplace_back(gpu.device);
+    gpu.tail_begin = p2p::Event(gpu.device);
+    gpu.sorted = p2p::Event(gpu.device);
+    gpu.joined = p2p::Event(gpu.device);
+    const Widths* widths[2] = {&plan_.r, &plan_.s};
+    for (int side = 0; side < 2; ++side) {
+      Partition& p = gpu.partition[side];
+      p.capacity = plan_.sizes.bound[side][d];
+      p.keys = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * widths[side]->key_bytes));
+      if (widths[side]->payload_bytes)
+        p.payload = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * widths[side]->payload_bytes));
+    }
+    gpu.counter = DeviceBuffer(*gpu.memory, sizeof(unsigned long long));
+    make_sort_buffers(gpu);
+    if (g_ > 1)
+      for (auto& slot : gpu.slots) make_slot(gpu, slot);
+    return gpu;
+  }
+
+  void make_sort_buffers(Gpu& gpu) {
+    std::size_t keys = 1, payload = 0, temp = 1;
+    const Widths* widths[2] = {&plan_.r, &plan_.s};
+    for (int side = 0; side < 2; ++side) {
+      const std::int64_t rows = gpu.partition[side].capacity;
+      keys = std::max<std::size_t>(keys, rows * widths[side]->key_bytes);
+      payload = std::max<std::size_t>(payload, rows * widths[side]->payload_bytes);
+      temp = std::max(temp, sort::local_sort_temp_bytes(layout(static_cast<Side>(side)), rows));
+    }
+    gpu.alt_keys = DeviceBuffer(*gpu.memory, keys);
+    if (payload) gpu.alt_payload = DeviceBuffer(*gpu.memory, payload);
+    gpu.sort_temp = DeviceBuffer(*gpu.memory, temp);
+  }
+
+  void make_slot(Gpu& gpu, Slot& slot) {
+    const std::int64_t chunk = plan_.chunk_rows;
+    const int key_bytes = std::max(plan_.r.key_bytes, plan_.s.key_bytes);
+    const int payload_bytes = std::max(plan_.r.payload_bytes, plan_.s.payload_bytes);
+    const int copies = std::max(plan_.sizes.max_copies[0], plan_.sizes.max_copies[1]);
+    slot.in_keys = DeviceBuffer(*gpu.memory, chunk * key_bytes);
+    if (payload_bytes) slot.in_payload = DeviceBuffer(*gpu.memory, chunk * payload_bytes);
+    slot.out_keys = DeviceBuffer(*gpu.memory, chunk * copies * key_bytes);
+    if (payload_bytes) slot.out_payload = DeviceBuffer(*gpu.memory, chunk * copies * payload_bytes);
+    slot.scratch = DeviceBuffer(*gpu.memory, partition_scratch_bytes(chunk, g_));
+    slot.segments = DeviceBuffer(*gpu.memory, (g_ + 1) * sizeof(std::uint64_t));
+    slot.segments_host = PinnedBuffer(*gpu.pinned, (g_ + 1) * sizeof(std::uint64_t));
+    slot.h2d_done = p2p::Event(gpu.device, false);
+    slot.part_done = p2p::Event(gpu.device, false);
+    for (int d = 0; d < g_; ++d) slot.sent.emplace_back(ctx_.devices[d], false);
+  }
+
+  const Widths& widths(Side side) const { return side == Side::R ? plan_.r : plan_.s; }
+  sort::TupleLayout layout(Side side) const { return {widths(side).key_bytes, widths(side).payload_bytes, false}; }
+  const RelationView& relation(Side side) const { return rel_[static_cast<int>(side)]; }
+
+  const void* host_payload(Side side) const {
+    return widths(side).payload_bytes ? relation(side).payload->data : nullptr;
+  }
+
+  /// One GPU: the relation goes straight into its partition (keys flipped at sort time).
+  void transfer_whole(Side side) {
+    Gpu& gpu = gpus_[0];
+    Partition& p = gpu.partition[static_cast<int>(side)];
+    const std::int64_t n = relation(side).size();
+    MGJOIN_EXPECTS(n <= p.capacity, "one GPU's partition is the whole relation");
+    p2p::DeviceGuard guard(gpu.device);
+    const Widths& w = widths(side);
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.keys.data(), relation(side).key.data, n * w.key_bytes, cudaMemcpyHostToDevice, gpu.h2d));
+    if (w.payload_bytes)
+      MGJOIN_CUDA_TRY(
+          cudaMemcpyAsync(p.payload.data(), host_payload(side), n * w.payload_bytes, cudaMemcpyHostToDevice, gpu.h2d));
+    p.rows = n;
+    bytes_in_ += static_cast<std::uint64_t>(n) * (w.key_bytes + w.payload_bytes);
+  }
+
+  /// Several GPUs: round t gives GPU j the chunk t·g + j; each chunk is partitioned where it lands and
+  /// its segments sent to their owners while the next chunk arrives.
+  void transfer_rounds(Side side) {
+    const std::int64_t n = relation(side).size();
+    const std::int64_t per_round = plan_.chunk_rows * g_;
+    const std::int64_t rounds = (n + per_round - 1) / per_round;
+    int pending = -1;
+    for (std::int64_t t = 0; t < rounds; ++t) {
+      const int b = turn_++ % 2;
+      for (int j = 0; j < g_; ++j) {
+        const std::int64_t first = t * per_round + j * plan_.chunk_rows;
+        const std::int64_t rows = std::clamp<std::int64_t>(n - first, 0, plan_.chunk_rows);
+        start_chunk(gpus_[j], gpus_[j].slots[b], side, first, rows);
+      }
+      if (pending >= 0) exchange(pending, side);
+      pending = b;
+    }
+    if (pending >= 0) exchange(pending, side);
+  }
+
+  void start_chunk(Gpu& gpu, Slot& slot, Side side, std::int64_t first, std::int64_t rows) {
+    slot.rows = rows;
+    if (rows == 0) return;
+    p2p::DeviceGuard guard(gpu.device);
+    const Widths& w = widths(side);
+    // The slot's input is free once its last partition has read it; its output once sent.
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.h2d, slot.part_done, 0));
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.in_keys.data(), at(relation(side).key.data, first, w.key_bytes),
+                                    rows * w.key_bytes, cudaMemcpyHostToDevice, gpu.h2d));
+    if (w.payload_bytes)
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.in_payload.data(), at(host_payload(side), first, w.payload_bytes),
+                                      rows * w.payload_bytes, cudaMemcpyHostToDevice, gpu.h2d));
+    slot.h2d_done.record(gpu.h2d);
+    bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
+
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, slot.h2d_done, 0));
+    if (slot.sent_recorded)
+      for (auto& e : slot.sent) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, e, 0));
+    PartitionArgs args;
+    args.widths = w;
+    args.side = side;
+    args.key_xor = key_xor_;
+    args.keys = slot.in_keys.data();
+    args.payload = w.payload_bytes ? slot.in_payload.data() : nullptr;
+    args.n = rows;
+    args.first_row = static_cast<std::uint64_t>(first);
+    args.keys_out = slot.out_keys.data();
+    args.payload_out = w.payload_bytes ? slot.out_payload.data() : nullptr;
+    args.segments = reinterpret_cast<std::uint64_t*>(slot.segments.data());
+    args.scratch = slot.scratch.data();
+    args.scratch_bytes = slot.scratch.size();
+    partition_chunk(plan_.partitions, args, gpu.part);
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.segments_host.data(), slot.segments.data(), (g_ + 1) * sizeof(std::uint64_t),
+                                    cudaMemcpyDeviceToHost, gpu.part));
+    slot.part_done.record(gpu.part);
+  }
+
+  /// Sends every GPU's segments of slot b to their owners, appending to the owners' partitions.
+  void exchange(int b, Side side) {
+    std::vector<p2p::PeerCopy> copies;
+    const Widths& w = widths(side);
+    for (int j = 0; j < g_; ++j) {
+      Slot& slot = gpus_[j].slots[b];
+      if (slot.rows == 0) continue;
+      slot.part_done.synchronize();
+      const auto* seg = reinterpret_cast<const std::uint64_t*>(slot.segments_host.data());
+      for (int d = 0; d < g_; ++d) {
+        const auto rows = static_cast<std::int64_t>(seg[d + 1] - seg[d]);
+        if (rows == 0) continue;
+        Partition& p = gpus_[d].partition[static_cast<int>(side)];
+        if (p.rows + rows > p.capacity)
+          throw PlanMissed(std::string("partition ") + std::to_string(d) + " of " + (side == Side::R ? "R" : "S") +
+                           " outgrew the " + std::to_string(p.capacity) + " rows its sample planned");
+        copies.push_back({j, d, at(slot.out_keys, static_cast<std::int64_t>(seg[d]), w.key_bytes),
+                          at(p.keys, p.rows, w.key_bytes), static_cast<std::size_t>(rows) * w.key_bytes});
+        if (w.payload_bytes)
+          copies.push_back({j, d, at(slot.out_payload, static_cast<std::int64_t>(seg[d]), w.payload_bytes),
+                            at(p.payload, p.rows, w.payload_bytes), static_cast<std::size_t>(rows) * w.payload_bytes});
+        p.rows += rows;
+        if (j != d) bytes_nvlink_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
+      }
+    }
+    if (ctx_.exchange == Exchange::Nccl)
+      send_nccl(b, copies);
+    else
+      send_copy_engines(b, copies);
+  }
+
+  void send_copy_engines(int b, const std::vector<p2p::PeerCopy>& copies) {
+    for (int j = 0; j < g_; ++j) {
+      if (gpus_[j].slots[b].rows == 0) continue;
+      for (int d = 0; d < g_; ++d) {
+        p2p::DeviceGuard guard(gpus_[d].device);
+        MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus_[d].lanes[j], gpus_[j].slots[b].part_done, 0));
+      }
+    }
+    p2p::all_to_all_copy_engines(copies, ctx_.devices, lanes_);
+    for (int j = 0; j < g_; ++j) {
+      Slot& slot = gpus_[j].slots[b];
+      if (slot.rows == 0) continue;
+      for (int d = 0; d < g_; ++d) {
+        p2p::DeviceGuard guard(gpus_[d].device);
+        slot.sent[d].record(gpus_[d].lanes[j]);
+      }
+      slot.sent_recorded = true;
+    }
+  }
+
+  void send_nccl(int b, const std::vector<p2p::PeerCopy>& copies) {
+    MGJOIN_EXPECTS(ctx_.comms, "NCCL exchange without communicators");
+    std::vector<cudaStream_t> streams;
+    for (int j = 0; j < g_; ++j) {
+      streams.push_back(gpus_[j].xchg);
+      p2p::DeviceGuard guard(gpus_[j].device);
+      if (gpus_[j].slots[b].rows) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus_[j].xchg, gpus_[j].slots[b].part_done, 0));
+    }
+    p2p::all_to_all_nccl(copies, *ctx_.comms, streams);
+    // A slot's segments are sent once the sender's and every receiver's xchg stream passed them: record
+    // on all of them (sent[d] lives on GPU d).
+    for (int j = 0; j < g_; ++j) {
+      Slot& slot = gpus_[j].slots[b];
+      if (slot.rows == 0) continue;
+      for (int d = 0; d < g_; ++d) {
+        p2p::DeviceGuard guard(gpus_[d].device);
+        slot.sent[d].record(gpus_[d].xchg);
+      }
+      slot.sent_recorded = true;
+    }
+  }
+
+  /// The work stream waits for every copy into this GPU issued so far.
+  void wait_arrivals(Gpu& gpu, Side side) {
+    if (g_ == 1) {
+      p2p::Event arrived(gpu.device, false);
+      arrived.record(gpu.h2d);
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
+      flip_keys(widths(side).key_bytes, gpu.partition[static_cast<int>(side)].keys.data(),
+                gpu.partition[static_cast<int>(side)].rows, key_xor_, gpu.work);
+      return;
+    }
+    std::vector<const p2p::Stream*> inbound{&gpu.xchg};
+    for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
+    for (const p2p::Stream* s : inbound) {
+      p2p::Event arrived(gpu.device, false);
+      arrived.record(*s);
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
+    }
+  }
+
+  void sort_partition(Gpu& gpu, Side side) {
+    Partition& p = gpu.partition[static_cast<int>(side)];
+    const sort::TupleLayout l = layout(side);
+    void* payload = l.payload_bytes ? p.payload.data() : nullptr;
+    void* alt_payload = l.payload_bytes ? gpu.alt_payload.data() : nullptr;
+    const sort::SortedIn where = sort::local_sort(l, p.keys.data(), gpu.alt_keys.data(), payload, alt_payload, p.rows,
+                                                  0, l.key_bytes * 8, gpu.sort_temp.data(), gpu.sort_temp.size(), gpu.work);
+    if (where == sort::SortedIn::Alternate)
+      sort::copy_tuples(l, p.keys.data(), payload, gpu.alt_keys.data(), alt_payload, p.rows, gpu.work);
+  }
+
+  ResidentPair pair(const Gpu& gpu) const {
+    const Side x = plan_.probe == Side::S ? Side::R : Side::S;
+    const Partition& px = gpu.partition[static_cast<int>(x)];
+    const Partition& py = gpu.partition[static_cast<int>(plan_.probe)];
+    return {plan_.r.key_bytes, px.keys.data(), static_cast<std::uint64_t>(px.rows), py.keys.data(),
+            static_cast<std::uint64_t>(py.rows)};
+  }
+
+  std::uint64_t read_counter(Gpu& gpu) {
+    p2p::DeviceGuard guard(gpu.device);
+    unsigned long long count = 0;
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(&count, gpu.counter.data(), sizeof count, cudaMemcpyDeviceToHost, gpu.work));
+    gpu.work.synchronize();
+    return count;
+  }
+
+  void write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::uint64_t* offsets, std::uint64_t base,
+                     std::uint64_t total, JoinResult& result);
+
+  std::array<RelationView, 2> rel_;
+  const CopartPlan& plan_;
+  OutputMode output_;
+  CopartContext ctx_;
+  int g_;
+  std::uint64_t key_xor_;
+  std::vector<Gpu> gpus_;
+  std::vector<cudaStream_t> lanes_;  ///< [dst * g + src]
+  int turn_ = 0;
+  std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0;
+};
+
+struct ByteCopy {
+  std::byte* to;
+  const std::byte* from;
+  std::size_t bytes;
+};
+
+/// Copies with all OpenMP threads in 2 MiB blocks: the result columns are fresh memory, and a window's
+/// copy is bound by the first touch of its pages, which only many threads make fast.
+void copy_in_blocks(std::span<const ByteCopy> copies) {
+  constexpr std::size_t kBlock = 2u << 20;
+  std::vector<ByteCopy> blocks;
+  for (const ByteCopy& c : copies)
+    for (std::size_t at = 0; c.to && at < c.bytes; at += kBlock)
+      blocks.push_back({c.to + at, c.from + at, std::min(kBlock, c.bytes - at)});
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::size_t i = 0; i < blocks.size(); ++i) std::memcpy(blocks[i].to, blocks[i].from, blocks[i].bytes);
+}
+
+/// Per GPU: its probe side's match arrays and their scan.
+struct OutputArrays {
+  DeviceBuffer matches, first_match, offsets, scan_temp;
+};
+
+void Flow::materialize(JoinResult& result, PhaseStat& stat) {
+  const auto t0 = Clock::now();
+  std::vector<OutputArrays> arrays(g_);
+  std::vector<MatchArrays> views(g_);
+  for (int d = 0; d < g_; ++d) {
+    Gpu& gpu = gpus_[d];
+    p2p::DeviceGuard guard(gpu.device);
+    const auto ny = static_cast<std::uint64_t>(gpu.partition[static_cast<int>(plan_.probe)].rows);
+    OutputArrays& a = arrays[d];
+    a.matches = DeviceBuffer(*gpu.memory, (ny + 1) * sizeof(std::uint64_t));
+    a.first_match = DeviceBuffer(*gpu.memory, std::max<std::uint64_t>(1, ny) * sizeof(std::uint64_t));
+    a.offsets = DeviceBuffer(*gpu.memory, (ny + 1) * sizeof(std::uint64_t));
+    a.scan_temp = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, scan_scratch_bytes(ny + 1)));
+    views[d] = {reinterpret_cast<std::uint64_t*>(a.matches.data()), reinterpret_cast<std::uint64_t*>(a.first_match.data())};
+  }
+  result.count = join(views);
+  std::vector<std::uint64_t> totals(g_), bases(g_);
+  std::uint64_t total = 0;
+  for (int d = 0; d < g_; ++d) {
+    Gpu& gpu = gpus_[d];
+    p2p::DeviceGuard guard(gpu.device);
+    const auto ny = static_cast<std::uint64_t>(gpu.partition[static_cast<int>(plan_.probe)].rows);
+    exclusive_scan(views[d].matches, reinterpret_cast<std::uint64_t*>(arrays[d].offsets.data()), ny + 1,
+                   arrays[d].scan_temp.data(), arrays[d].scan_temp.size(), gpu.work);
+    totals[d] = read_counter(gpu);
+    bases[d] = total;
+    total += totals[d];
+  }
+  MGJOIN_EXPECTS(total == result.count, "output rows differ from the count");
+  const RelationView& r = relation(Side::R);
+  const RelationView& s = relation(Side::S);
+  const auto rows = static_cast<std::int64_t>(total);
+  result.key = HostColumn::allocate(r.key.type, rows);
+  if (plan_.r.payload_bytes) result.r_payload = HostColumn::allocate(r.payload->type, rows);
+  if (plan_.s.payload_bytes) result.s_payload = HostColumn::allocate(s.payload->type, rows);
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(g_);
+  for (int d = 0; d < g_; ++d)
+    threads.emplace_back([&, d] {
+      try {
+        write_windows(gpus_[d], d, views[d], reinterpret_cast<const std::uint64_t*>(arrays[d].offsets.data()), bases[d],
+                      totals[d], result);
+      } catch (...) {
+        errors[d] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  stat.seconds = seconds_since(t0);
+  stat.bytes_pcie = result.key.bytes() + result.r_payload.bytes() + result.s_payload.bytes();
+}
+
+/// One GPU's output rows [base, base + total) of the result, window by window: the GPU writes window
+/// w + 1 and copies it to pinned staging while the host copies window w into the result columns.
+void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::uint64_t* offsets, std::uint64_t base,
+                         std::uint64_t total, JoinResult& result) {
+  (void)d;
+  if (total == 0) return;
+  p2p::DeviceGuard guard(gpu.device);
+  const int kb = plan_.r.key_bytes, rb = plan_.r.payload_bytes, sb = plan_.s.payload_bytes;
+  const std::uint64_t window = plan_.window_rows;
+  const std::size_t width = static_cast<std::size_t>(kb + rb + sb);
+  DeviceBuffer device_out[2] = {DeviceBuffer(*gpu.memory, window * width), DeviceBuffer(*gpu.memory, window * width)};
+  PinnedBuffer staging[2] = {PinnedBuffer(*gpu.pinned, window * width), PinnedBuffer(*gpu.pinned, window * width)};
+  p2p::Event copied[2] = {p2p::Event(gpu.device, false), p2p::Event(gpu.device, false)};
+  const Side x = plan_.probe == Side::S ? Side::R : Side::S;
+  const Partition& px = gpu.partition[static_cast<int>(x)];
+  const Partition& py = gpu.partition[static_cast<int>(plan_.probe)];
+  const std::uint64_t windows = (total + window - 1) / window;
+  auto issue = [&](std::uint64_t w) {
+    const int b = static_cast<int>(w % 2);
+    const std::uint64_t o0 = w * window, o1 = std::min(total, o0 + window);
+    const std::uint64_t n = o1 - o0;
+    std::byte* out = device_out[b].data();
+    OutputWindowArgs a;
+    a.pair = pair(gpu);
+    a.x_payload = widths(x).payload_bytes ? px.payload.data() : nullptr;
+    a.x_payload_bytes = widths(x).payload_bytes;
+    a.y_payload = widths(plan_.probe).payload_bytes ? py.payload.data() : nullptr;
+    a.y_payload_bytes = widths(plan_.probe).payload_bytes;
+    a.x_is_r = x == Side::R;
+    a.offsets = offsets;
+    a.first_match = arrays.first_match;
+    a.key_xor = key_xor_;
+    a.o_begin = o0;
+    a.o_end = o1;
+    a.out_key = out;
+    a.out_r_payload = rb ? out + n * kb : nullptr;
+    a.out_s_payload = sb ? out + n * (kb + rb) : nullptr;
+    a.r_payload_bytes = rb;
+    a.s_payload_bytes = sb;
+    write_output_window(a, gpu.work);
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(staging[b].data(), out, n * width, cudaMemcpyDeviceToHost, gpu.work));
+    copied[b].record(gpu.work);
+  };
+  auto drain = [&](std::uint64_t w) {
+    const int b = static_cast<int>(w % 2);
+    const std::uint64_t o0 = w * window, n = std::min(total, o0 + window) - o0;
+    copied[b].synchronize();
+    const std::byte* in = staging[b].data();
+    const std::uint64_t row = base + o0;
+    const ByteCopy copies[] = {{result.key.as<std::byte>() + row * kb, in, n * kb},
+                               {rb ? result.r_payload.as<std::byte>() + row * rb : nullptr, in + n * kb, n * rb},
+                               {sb ? result.s_payload.as<std::byte>() + row * sb : nullptr, in + n * (kb + rb), n * sb}};
+    copy_in_blocks(copies);
+  };
+  issue(0);
+  for (std::uint64_t w = 1; w < windows; ++w) {
+    issue(w);
+    drain(w - 1);
+  }
+  drain(windows - 1);
+}
+
+}  // namespace
+
+ScratchSizes device_scratch_sizes() {
+  ScratchSizes s;
+  s.sort = [](std::int64_t rows, int key_bytes, int payload_bytes) {
+    return sort::local_sort_temp_bytes({key_bytes, payload_bytes, false}, std::max<std::int64_t>(rows, 1));
+  };
+  s.partition = [](std::int64_t rows, int gpus) { return partition_scratch_bytes(rows, gpus); };
+  s.scan = [](std::uint64_t n) { return scan_scratch_bytes(n); };
+  return s;
+}
+
+std::uint64_t pinned_bytes_needed(const CopartPlan& plan, OutputMode output) {
+  const std::uint64_t small = 2 * 4096;  // segment sizes of two slots, with alignment
+  if (output != OutputMode::Materialize) return small;
+  const std::uint64_t width = plan.r.key_bytes + plan.r.payload_bytes + plan.s.payload_bytes;
+  return small + 2 * (plan.window_rows * width + 4096);
+}
+
+void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
+                const CopartContext& context, JoinResult& result) {
+  MGJOIN_EXPECTS(output != OutputMode::Ranges, "the co-partitioned flow has no ranges output");
+  const auto t0 = Clock::now();
+  Flow flow(r, s, plan, output, context);
+  flow.transfer(Side::R);
+  flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
+  flow.transfer(Side::S);
+  flow.wait_transfer();
+  const double transfer = seconds_since(t0);
+  flow.sort_partitions(Side::S);
+  flow.release_transfer_buffers();
+  PhaseStat out_stat{"copart.output", 0, 0, 0};
+  if (output == OutputMode::Materialize)
+    flow.materialize(result, out_stat);
+  else
+    result.count = flow.join({});
+  result.phases.push_back({"copart.transfer", transfer, flow.bytes_pcie_in(), flow.bytes_nvlink()});
+  result.phases.push_back({"copart.sort_tail", flow.tail_seconds(false), 0, 0});
+  result.phases.push_back({"copart.join", flow.tail_seconds(true), 0, 0});
+  if (output == OutputMode::Materialize) result.phases.push_back(out_stat);
+}
+
+}  // namespace mgjoin::copart

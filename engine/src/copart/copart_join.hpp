@@ -1,0 +1,96 @@
+#pragma once
+// The co-partitioned in-core flow: R and S range-partitioned by shared splitters as they arrive, every
+// input byte over PCIe once, each GPU sorting and joining the partition pair it owns, output written on
+// the GPU and copied out once.
+//
+//   R, S (host) ── chunks H2D on every GPU's link ─► partition by the plan ─► NVLink to the owner GPU
+//     owner d: R_d sorted while S arrives; S_d sorted after its last chunk ─► merge-path join
+//     count: summed on the host │ materialize: match arrays, scan, output windows ─► D2H ─► result columns
+//
+// plan_copart() decides from sizes alone (CPU-testable): partition plan, buffer sizes and whether it
+// fits; run_copart() executes a plan. The caller's inputs are read, never written.
+#include "alloc/stack_allocator.hpp"
+#include "engine/src/copart/copart_kernels.hpp"
+#include "engine/src/copart/splitters.hpp"
+
+#include <mgjoin/join.hpp>
+#include <mgjoin/types.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mgjoin::p2p {
+class NcclComms;
+}
+
+namespace mgjoin::copart {
+
+/// Device scratch sizes that only CUB on a GPU can tell (fakes in CPU tests).
+struct ScratchSizes {
+  std::function<std::size_t(std::int64_t rows, int key_bytes, int payload_bytes)> sort;
+  std::function<std::size_t(std::int64_t rows, int gpus)> partition;
+  std::function<std::size_t(std::uint64_t n)> scan;
+};
+
+/// Scratch sizes asked of CUB on the current device.
+ScratchSizes device_scratch_sizes();
+
+/// Bytes of one GPU's buffers in each step of the flow.
+struct GpuBudget {
+  std::uint64_t partitions = 0;  ///< R_d and S_d
+  std::uint64_t transfer = 0;    ///< chunk staging and partition scratch (g > 1), sort buffer and scratch
+  std::uint64_t output = 0;      ///< match arrays, scan scratch and two output windows (materialize)
+  std::uint64_t peak() const { return partitions + std::max(transfer, output); }
+};
+
+struct CopartPlan {
+  PartitionPlan partitions;
+  PartitionSizes sizes;
+  Widths r, s;                  ///< what crosses PCIe: keys, and payloads only when materializing
+  std::int64_t chunk_rows = 0;  ///< per GPU per round
+  Side probe = Side::S;         ///< Y of the resident join (the smaller relation): output in its order
+  std::uint64_t window_rows = 0;  ///< output rows per window (materialize)
+  std::vector<GpuBudget> budget;  ///< per GPU
+  std::uint64_t device_bytes = 0;  ///< what each GPU has
+  bool fits = false;
+  std::string reason;  ///< one line: why it fits or not
+};
+
+/// Samples both relations, chooses the splitters and sizes every buffer for `gpus` GPUs with
+/// `device_bytes` each.
+CopartPlan plan_copart(const RelationView& r, const RelationView& s, int gpus, OutputMode output,
+                       std::uint64_t device_bytes, const ScratchSizes& scratch);
+
+/// The same from samples already taken (the tests feed their own).
+CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
+                       const RelationView& s, int gpus, OutputMode output, std::uint64_t device_bytes,
+                       const ScratchSizes& scratch);
+
+/// The real partition sizes outgrew the plan's bounds (the sample misled): nothing was output, the
+/// caller may run another flow.
+class PlanMissed : public Error {
+ public:
+  using Error::Error;
+};
+
+struct CopartContext {
+  std::span<const int> devices;
+  std::span<alloc::DeviceStackAllocator* const> device_memory;
+  /// Pinned host memory per GPU: segment sizes and the output staging windows come from it.
+  std::span<alloc::PinnedStackAllocator* const> pinned;
+  Exchange exchange = Exchange::CopyEngines;
+  const p2p::NcclComms* comms = nullptr;  ///< for Exchange::Nccl
+};
+
+/// Pinned bytes per GPU run_copart takes for a plan (the output windows' staging and small buffers).
+std::uint64_t pinned_bytes_needed(const CopartPlan& plan, OutputMode output);
+
+/// Runs the flow; fills count (and key/r_payload/s_payload for Materialize) and appends phase stats.
+/// @throw PlanMissed when a partition outgrows its bound (before any output is written).
+void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
+                const CopartContext& context, JoinResult& result);
+
+}  // namespace mgjoin::copart

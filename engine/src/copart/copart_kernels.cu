@@ -1,0 +1,314 @@
+// Kernels of the co-partitioned flow (copart_kernels.hpp says what each does).
+#include "engine/src/copart/copart_kernels.hpp"
+
+#include "engine/src/join/range_search.cuh"
+
+#include <mgjoin/error.hpp>
+
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+
+namespace mgjoin::copart {
+namespace {
+
+// ------------------------------------------------------------------ partition
+
+constexpr int kPartitionThreads = 256;
+constexpr int kPartitionItems = 8;
+constexpr int kPartitionTile = kPartitionThreads * kPartitionItems;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+std::int64_t partition_blocks(std::int64_t n) { return std::max<std::int64_t>(1, (n + kPartitionTile - 1) / kPartitionTile); }
+
+/// Scratch layout: block counts [gpus][blocks] plus one trailing 0, their exclusive scan, CUB's temp.
+struct PartitionScratch {
+  std::uint64_t* counts;
+  std::uint64_t* offsets;
+  void* scan_temp;
+  std::size_t scan_temp_bytes;
+};
+
+std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+std::size_t scan_temp_bytes_for(std::uint64_t n) {
+  std::size_t bytes = 0;
+  MGJOIN_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<const std::uint64_t*>(nullptr),
+                                                static_cast<std::uint64_t*>(nullptr), n));
+  return bytes;
+}
+
+PartitionScratch carve(void* scratch, std::size_t bytes, std::int64_t blocks, int gpus) {
+  const std::size_t entries = static_cast<std::size_t>(blocks) * gpus + 1;
+  auto* base = static_cast<std::byte*>(scratch);
+  PartitionScratch s{};
+  s.counts = reinterpret_cast<std::uint64_t*>(base);
+  s.offsets = reinterpret_cast<std::uint64_t*>(base + align_up(entries * 8));
+  s.scan_temp = base + 2 * align_up(entries * 8);
+  MGJOIN_EXPECTS(bytes >= 2 * align_up(entries * 8), "partition scratch too small");
+  s.scan_temp_bytes = bytes - 2 * align_up(entries * 8);
+  return s;
+}
+
+template <class K>
+__device__ __forceinline__ K load_key(const void* keys, std::int64_t i, std::uint64_t key_xor) {
+  return static_cast<const K*>(keys)[i] ^ static_cast<K>(key_xor);
+}
+
+__device__ __forceinline__ void copy_payload(void* to, std::uint64_t to_row, const void* from, std::int64_t from_row,
+                                             int bytes) {
+  if (bytes == 4)
+    static_cast<std::uint32_t*>(to)[to_row] = static_cast<const std::uint32_t*>(from)[from_row];
+  else if (bytes == 8)
+    static_cast<std::uint64_t*>(to)[to_row] = static_cast<const std::uint64_t*>(from)[from_row];
+}
+
+/// Per block and destination GPU: how many tuples (copies included) go there.
+template <class K>
+__global__ void __launch_bounds__(kPartitionThreads)
+    partition_count_kernel(PartitionPlan plan, PartitionArgs a, std::uint64_t* counts) {
+  __shared__ unsigned per_gpu[kMaxGpus];
+  if (threadIdx.x < kMaxGpus) per_gpu[threadIdx.x] = 0;
+  __syncthreads();
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kPartitionTile;
+  for (int j = 0; j < kPartitionItems; ++j) {
+    const std::int64_t i = base + j * kPartitionThreads + threadIdx.x;
+    if (i >= a.n) break;
+    const K key = load_key<K>(a.keys, i, a.key_xor);
+    const Destinations d = destinations(plan, a.side, key, a.first_row + i);
+    for (int c = 0; c < d.count; ++c) atomicAdd(&per_gpu[d.first + c], 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x < plan.gpus) counts[threadIdx.x * gridDim.x + blockIdx.x] = per_gpu[threadIdx.x];
+}
+
+/// Scatters each tuple to its destinations' segments. Lanes of a warp going to the same GPU take
+/// consecutive slots with one shared atomic (so their writes coalesce); slots within a block follow
+/// the order the warps arrive in: a segment is unordered, as the owner sorts it anyway.
+template <class K>
+__global__ void __launch_bounds__(kPartitionThreads)
+    partition_scatter_kernel(PartitionPlan plan, PartitionArgs a, const std::uint64_t* offsets) {
+  __shared__ unsigned next[kMaxGpus];
+  __shared__ std::uint64_t start[kMaxGpus];
+  if (threadIdx.x < kMaxGpus) next[threadIdx.x] = 0;
+  if (threadIdx.x < plan.gpus) start[threadIdx.x] = offsets[threadIdx.x * gridDim.x + blockIdx.x];
+  __syncthreads();
+  const unsigned lane = threadIdx.x & 31;
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kPartitionTile;
+  for (int j = 0; j < kPartitionItems; ++j) {
+    const std::int64_t i = base + j * kPartitionThreads + threadIdx.x;
+    const bool valid = i < a.n;
+    K key = 0;
+    Destinations d{0, 0};
+    if (valid) {
+      key = load_key<K>(a.keys, i, a.key_xor);
+      d = destinations(plan, a.side, key, a.first_row + i);
+    }
+    const int rounds = __reduce_max_sync(kFullWarp, static_cast<unsigned>(d.count));
+    for (int c = 0; c < rounds; ++c) {
+      const int dest = c < d.count ? d.first + c : -1;
+      const unsigned peers = __match_any_sync(kFullWarp, dest);
+      const int leader = __ffs(peers) - 1;
+      unsigned slot = 0;
+      if (static_cast<int>(lane) == leader && dest >= 0) slot = atomicAdd(&next[dest], __popc(peers));
+      slot = __shfl_sync(kFullWarp, slot, leader);
+      if (dest < 0) continue;
+      const std::uint64_t row = start[dest] + slot + __popc(peers & ((1u << lane) - 1));
+      static_cast<K*>(a.keys_out)[row] = key;
+      copy_payload(a.payload_out, row, a.payload, i, a.widths.payload_bytes);
+    }
+  }
+}
+
+/// segments[d] = where destination d's segment starts; segments[gpus] = the total.
+__global__ void segment_bounds_kernel(const std::uint64_t* offsets, std::int64_t blocks, int gpus,
+                                      std::uint64_t* segments) {
+  const int d = threadIdx.x;
+  if (d <= gpus) segments[d] = offsets[d * blocks];
+}
+
+template <class K>
+__global__ void flip_kernel(K* keys, std::int64_t n, K key_xor) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    keys[i] ^= key_xor;
+}
+
+// ------------------------------------------------------------------ resident join
+
+constexpr int kJoinThreads = 256;
+constexpr int kJoinItems = 8;
+constexpr int kJoinTile = kJoinThreads * kJoinItems;
+
+/// One merge-path tile of X and Y per block (ties taken from X first, so every x equal to a probe key y
+/// is merged before y). For y in the tile: #x <= y is the tile's X start plus the tile's x <= y (x after
+/// the tile are > y); #x < y is found in the tile unless y's run of x starts before it (then a binary
+/// search in X). Each (x, y) pair is counted once: in the tile that holds y.
+template <class K>
+__global__ void __launch_bounds__(kJoinThreads)
+    resident_join_kernel(const K* __restrict__ x, std::uint64_t nx, const K* __restrict__ y, std::uint64_t ny,
+                         unsigned long long* count, std::uint64_t* matches, std::uint64_t* first_match) {
+  __shared__ K tile[kJoinTile];
+  __shared__ std::uint64_t bounds[2];
+  const std::uint64_t diag0 = static_cast<std::uint64_t>(blockIdx.x) * kJoinTile;
+  const std::uint64_t diag1 = std::min<std::uint64_t>(diag0 + kJoinTile, nx + ny);
+  if (threadIdx.x < 2) {
+    const std::uint64_t diag = threadIdx.x == 0 ? diag0 : diag1;
+    bounds[threadIdx.x] = detail::merge_path_search(x, nx, y, ny, diag);
+  }
+  __syncthreads();
+  const std::uint64_t x0 = bounds[0], x1 = bounds[1];
+  const std::uint64_t y0 = diag0 - x0, y1 = diag1 - x1;
+  const auto tx = static_cast<unsigned>(x1 - x0), ty = static_cast<unsigned>(y1 - y0);
+  for (unsigned i = threadIdx.x; i < tx + ty; i += kJoinThreads) tile[i] = i < tx ? x[x0 + i] : y[y0 + i - tx];
+  __syncthreads();
+  unsigned long long tuples = 0;
+  for (unsigned j = threadIdx.x; j < ty; j += kJoinThreads) {
+    const K key = tile[tx + j];
+    const std::uint64_t at_most = detail::key_upper_bound(tile, 0, tx, key);
+    const std::uint64_t below_in_tile = detail::key_lower_bound(tile, 0, at_most, key);
+    std::uint64_t first = x0 + below_in_tile;
+    if (below_in_tile == 0 && x0 > 0 && x[x0 - 1] == key) first = detail::key_lower_bound(x, 0, x0, key);
+    const std::uint64_t m = x0 + at_most - first;
+    tuples += m;
+    if (matches) {
+      matches[y0 + j] = m;
+      first_match[y0 + j] = first;
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2) tuples += __shfl_down_sync(kFullWarp, tuples, offset);
+  if ((threadIdx.x & 31) == 0 && tuples != 0) atomicAdd(count, tuples);
+}
+
+// ------------------------------------------------------------------ output
+
+constexpr int kOutputThreads = 256;
+constexpr int kOutputPerThread = 8;
+
+/// The probe row whose output range holds row o: the last y with offsets[y] <= o.
+__device__ __forceinline__ std::uint64_t probe_row_of(const std::uint64_t* offsets, std::uint64_t ny, std::uint64_t o) {
+  return detail::key_upper_bound(offsets, 0, ny + 1, o) - 1;
+}
+
+/// Each thread writes kOutputPerThread consecutive output rows: one search for its first row, then it
+/// walks (short gaps of unmatched probe rows by steps, longer ones by a new search).
+template <class K>
+__global__ void __launch_bounds__(kOutputThreads) write_window_kernel(OutputWindowArgs a) {
+  const auto* ykeys = static_cast<const K*>(a.pair.y_keys);
+  const std::uint64_t first_out =
+      a.o_begin + (static_cast<std::uint64_t>(blockIdx.x) * kOutputThreads + threadIdx.x) * kOutputPerThread;
+  if (first_out >= a.o_end) return;
+  const std::uint64_t last_out = std::min<std::uint64_t>(first_out + kOutputPerThread, a.o_end);
+  std::uint64_t yrow = probe_row_of(a.offsets, a.pair.ny, first_out);
+  void* x_out = a.x_is_r ? a.out_r_payload : a.out_s_payload;
+  void* y_out = a.x_is_r ? a.out_s_payload : a.out_r_payload;
+  for (std::uint64_t o = first_out; o < last_out; ++o) {
+    int steps = 0;
+    while (a.offsets[yrow + 1] <= o) {
+      if (++steps > 4) {
+        yrow = probe_row_of(a.offsets, a.pair.ny, o);
+        break;
+      }
+      ++yrow;
+    }
+    const std::uint64_t xrow = a.first_match[yrow] + (o - a.offsets[yrow]);
+    const std::uint64_t out = o - a.o_begin;
+    static_cast<K*>(a.out_key)[out] = ykeys[yrow] ^ static_cast<K>(a.key_xor);
+    if (x_out) copy_payload(x_out, out, a.x_payload, static_cast<std::int64_t>(xrow), a.x_payload_bytes);
+    if (y_out) copy_payload(y_out, out, a.y_payload, static_cast<std::int64_t>(yrow), a.y_payload_bytes);
+  }
+}
+
+template <class F>
+void with_key_type(int key_bytes, F&& f) {
+  MGJOIN_EXPECTS(key_bytes == 4 || key_bytes == 8, "keys are 4 or 8 bytes");
+  if (key_bytes == 4)
+    f(std::uint32_t{});
+  else
+    f(std::uint64_t{});
+}
+
+}  // namespace
+
+std::size_t partition_scratch_bytes(std::int64_t rows, int gpus) {
+  const std::size_t entries = static_cast<std::size_t>(partition_blocks(rows)) * gpus + 1;
+  return 2 * align_up(entries * 8) + align_up(scan_temp_bytes_for(entries));
+}
+
+void partition_chunk(const PartitionPlan& plan, const PartitionArgs& a, cudaStream_t stream) {
+  MGJOIN_EXPECTS(plan.gpus >= 1 && plan.gpus <= kMaxGpus, "partition plans span 1 to 16 GPUs");
+  const std::int64_t blocks = partition_blocks(a.n);
+  const PartitionScratch s = carve(a.scratch, a.scratch_bytes, blocks, plan.gpus);
+  const std::size_t entries = static_cast<std::size_t>(blocks) * plan.gpus + 1;
+  // The trailing entry stays 0 so that the scan's last entry is the total.
+  MGJOIN_CUDA_TRY(cudaMemsetAsync(s.counts + entries - 1, 0, sizeof(std::uint64_t), stream));
+  with_key_type(a.widths.key_bytes, [&](auto key) {
+    using K = decltype(key);
+    if (a.n > 0) {
+      partition_count_kernel<K><<<static_cast<unsigned>(blocks), kPartitionThreads, 0, stream>>>(plan, a, s.counts);
+      MGJOIN_CHECK_LAUNCH();
+    } else {
+      MGJOIN_CUDA_TRY(cudaMemsetAsync(s.counts, 0, entries * sizeof(std::uint64_t), stream));
+    }
+  });
+  std::size_t temp_bytes = s.scan_temp_bytes;
+  MGJOIN_CUDA_TRY(cub::DeviceScan::ExclusiveSum(s.scan_temp, temp_bytes, s.counts, s.offsets, entries, stream));
+  with_key_type(a.widths.key_bytes, [&](auto key) {
+    using K = decltype(key);
+    if (a.n == 0) return;
+    partition_scatter_kernel<K><<<static_cast<unsigned>(blocks), kPartitionThreads, 0, stream>>>(plan, a, s.offsets);
+    MGJOIN_CHECK_LAUNCH();
+  });
+  segment_bounds_kernel<<<1, kMaxGpus + 1, 0, stream>>>(s.offsets, blocks, plan.gpus, a.segments);
+  MGJOIN_CHECK_LAUNCH();
+}
+
+void flip_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream) {
+  if (n == 0 || key_xor == 0) return;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 8192));
+  with_key_type(key_bytes, [&](auto key) {
+    using K = decltype(key);
+    flip_kernel<K><<<blocks, 256, 0, stream>>>(static_cast<K*>(keys), n, static_cast<K>(key_xor));
+    MGJOIN_CHECK_LAUNCH();
+  });
+}
+
+void resident_join(const ResidentPair& p, unsigned long long* count, const MatchArrays& arrays, cudaStream_t stream) {
+  if (arrays.matches) MGJOIN_CUDA_TRY(cudaMemsetAsync(arrays.matches + p.ny, 0, sizeof(std::uint64_t), stream));
+  if (p.nx == 0 || p.ny == 0) {
+    if (arrays.matches) MGJOIN_CUDA_TRY(cudaMemsetAsync(arrays.matches, 0, p.ny * sizeof(std::uint64_t), stream));
+    return;
+  }
+  const std::uint64_t blocks = (p.nx + p.ny + kJoinTile - 1) / kJoinTile;
+  MGJOIN_EXPECTS(blocks < (1ull << 31), "resident join: pair too large for one grid");
+  with_key_type(p.key_bytes, [&](auto key) {
+    using K = decltype(key);
+    resident_join_kernel<K><<<static_cast<unsigned>(blocks), kJoinThreads, 0, stream>>>(
+        static_cast<const K*>(p.x_keys), p.nx, static_cast<const K*>(p.y_keys), p.ny, count, arrays.matches,
+        arrays.first_match);
+    MGJOIN_CHECK_LAUNCH();
+  });
+}
+
+std::size_t scan_scratch_bytes(std::uint64_t n) { return scan_temp_bytes_for(n); }
+
+void exclusive_scan(const std::uint64_t* in, std::uint64_t* out, std::uint64_t n, void* scratch,
+                    std::size_t scratch_bytes, cudaStream_t stream) {
+  if (n == 0) return;
+  std::size_t bytes = scratch_bytes;
+  MGJOIN_CUDA_TRY(cub::DeviceScan::ExclusiveSum(scratch, bytes, in, out, n, stream));
+}
+
+void write_output_window(const OutputWindowArgs& a, cudaStream_t stream) {
+  if (a.o_end <= a.o_begin) return;
+  const std::uint64_t threads = (a.o_end - a.o_begin + kOutputPerThread - 1) / kOutputPerThread;
+  const std::uint64_t blocks = (threads + kOutputThreads - 1) / kOutputThreads;
+  MGJOIN_EXPECTS(blocks < (1ull << 31), "output window too large for one grid");
+  with_key_type(a.pair.key_bytes, [&](auto key) {
+    using K = decltype(key);
+    write_window_kernel<K><<<static_cast<unsigned>(blocks), kOutputThreads, 0, stream>>>(a);
+    MGJOIN_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace mgjoin::copart

@@ -1,0 +1,261 @@
+// The co-partitioned flow's plan on the CPU: every (r, s) pair of equal keys must meet on exactly one
+// GPU (the property the GPU join rests on), partitions must be balanced in R + S tuples, hot keys must
+// be split, and the planned bounds must hold the real partition sizes.
+#include "engine/src/copart/copart_join.hpp"
+#include "engine/src/copart/splitters.hpp"
+
+#include "common/seed.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+#include <vector>
+
+namespace mgjoin::copart {
+namespace {
+
+using Keys = std::vector<std::uint64_t>;
+
+ColumnView view_of(const Keys& k) { return {k.data(), static_cast<std::int64_t>(k.size()), DType::UInt64}; }
+
+/// Where every row of a relation goes: per GPU, the keys it receives (replicas included).
+std::vector<Keys> route(const PartitionPlan& plan, Side side, const Keys& keys) {
+  std::vector<Keys> out(plan.gpus);
+  for (std::size_t row = 0; row < keys.size(); ++row) {
+    const Destinations d = destinations(plan, side, keys[row], row);
+    EXPECT_GE(d.first, 0);
+    EXPECT_LE(d.first + d.count, plan.gpus);
+    for (int i = 0; i < d.count; ++i) out[d.first + i].push_back(keys[row]);
+  }
+  return out;
+}
+
+std::uint64_t count_pairs(const Keys& r, const Keys& s) {
+  std::map<std::uint64_t, std::uint64_t> in_r;
+  for (const auto k : r) ++in_r[k];
+  std::uint64_t n = 0;
+  for (const auto k : s) {
+    const auto it = in_r.find(k);
+    if (it != in_r.end()) n += it->second;
+  }
+  return n;
+}
+
+struct Routed {
+  PartitionPlan plan;
+  std::vector<Keys> r, s;
+};
+
+Routed plan_and_route(const Keys& r, const Keys& s, int gpus, std::int64_t samples = kSampleRows) {
+  Routed out;
+  out.plan = choose_plan(sample_keys(view_of(r), samples, 7), sample_keys(view_of(s), samples, 8), gpus);
+  out.r = route(out.plan, Side::R, r);
+  out.s = route(out.plan, Side::S, s);
+  return out;
+}
+
+/// The join of the routed partitions, GPU by GPU, equals the join of the whole relations.
+void expect_pairs_meet_once(const Keys& r, const Keys& s, int gpus, std::int64_t samples = kSampleRows) {
+  const Routed routed = plan_and_route(r, s, gpus, samples);
+  std::uint64_t local = 0;
+  for (int d = 0; d < gpus; ++d) local += count_pairs(routed.r[d], routed.s[d]);
+  EXPECT_EQ(local, count_pairs(r, s)) << "gpus " << gpus << ", hot keys " << routed.plan.hot_count;
+}
+
+/// Largest GPU load (R + S tuples) over the ideal share.
+double imbalance(const Routed& routed, std::size_t total) {
+  std::size_t worst = 0;
+  for (int d = 0; d < routed.plan.gpus; ++d) worst = std::max(worst, routed.r[d].size() + routed.s[d].size());
+  return static_cast<double>(worst) / (static_cast<double>(total) / routed.plan.gpus);
+}
+
+Keys uniform(std::mt19937_64& rng, std::size_t n, std::uint64_t lo = 0,
+             std::uint64_t hi = std::numeric_limits<std::uint64_t>::max()) {
+  std::uniform_int_distribution<std::uint64_t> dist(lo, hi);
+  Keys k(n);
+  for (auto& x : k) x = dist(rng);
+  return k;
+}
+
+class PlanTest : public ::testing::Test {
+ protected:
+  std::mt19937_64 rng{test::announce_seed()};
+};
+
+TEST_F(PlanTest, OneGpuTakesEverything) {
+  const Keys r = uniform(rng, 1000), s = uniform(rng, 3000);
+  const Routed routed = plan_and_route(r, s, 1);
+  EXPECT_EQ(routed.plan.hot_count, 0);
+  EXPECT_EQ(routed.r[0].size(), r.size());
+  EXPECT_EQ(routed.s[0].size(), s.size());
+}
+
+TEST_F(PlanTest, UniformKeysBalanceAndMeetOnce) {
+  const Keys r = uniform(rng, 200'000), s = uniform(rng, 300'001);
+  for (int g = 2; g <= 8; ++g) {
+    const Routed routed = plan_and_route(r, s, g, 1 << 14);  // sampled, not exact
+    EXPECT_EQ(routed.plan.hot_count, 0) << g;
+    EXPECT_LT(imbalance(routed, r.size() + s.size()), 1.05) << g;
+    expect_pairs_meet_once(r, s, g, 1 << 14);
+  }
+}
+
+TEST_F(PlanTest, SmallDomainManyDuplicates) {
+  const Keys r = uniform(rng, 50'000, 0, 999), s = uniform(rng, 70'000, 0, 999);
+  for (int g : {2, 3, 5, 8}) expect_pairs_meet_once(r, s, g);
+}
+
+TEST_F(PlanTest, HotKeyHoldingHalfOfSIsSplitAcrossGpus) {
+  Keys r = uniform(rng, 100'000), s = uniform(rng, 100'000);
+  // In the middle of the key range, so that at g = 2 it falls across the boundary; at g = 4 and 7 it is
+  // heavier than a whole share.
+  const std::uint64_t hot = 1ull << 63;
+  r[0] = r[1] = hot;
+  for (std::size_t i = 0; i < s.size(); i += 2) s[i] = hot;
+  for (int g : {2, 3, 4, 7}) {
+    const Routed routed = plan_and_route(r, s, g);
+    expect_pairs_meet_once(r, s, g);
+    EXPECT_LT(imbalance(routed, r.size() + s.size()), 1.15) << g;
+    if (g == 3) continue;  // fits whole on one GPU there
+    ASSERT_GE(routed.plan.hot_count, 1) << g;
+    EXPECT_EQ(routed.plan.hot[0].key, hot);
+    EXPECT_EQ(routed.plan.hot[0].split_side, Side::S);
+    EXPECT_GE(routed.plan.hot[0].span, 2);
+  }
+}
+
+TEST_F(PlanTest, HotKeyInRIsSplitOnR) {
+  Keys r = uniform(rng, 80'000), s = uniform(rng, 20'000);
+  for (std::size_t i = 0; i < r.size(); i += 3) r[i] = 42;
+  s[0] = 42;
+  s[1] = 42;
+  const Routed routed = plan_and_route(r, s, 4);
+  ASSERT_GE(routed.plan.hot_count, 1);
+  EXPECT_EQ(routed.plan.hot[0].split_side, Side::R);
+  expect_pairs_meet_once(r, s, 4);
+}
+
+TEST_F(PlanTest, AllKeysEqualOnBothSides) {
+  const Keys r(3000, 5), s(4000, 5);
+  for (int g : {2, 3, 8}) {
+    const Routed routed = plan_and_route(r, s, g);
+    EXPECT_EQ(routed.plan.hot_count, 1) << g;
+    expect_pairs_meet_once(r, s, g);
+  }
+}
+
+TEST_F(PlanTest, KeysSharingTopBitsAndSortedInputs) {
+  Keys r = uniform(rng, 60'000, 1ull << 40, (1ull << 40) + (1 << 16));
+  Keys s = uniform(rng, 60'000, 1ull << 40, (1ull << 40) + (1 << 16));
+  std::sort(r.begin(), r.end());
+  std::sort(s.rbegin(), s.rend());
+  for (int g : {2, 4, 6}) {
+    const Routed routed = plan_and_route(r, s, g, 4096);
+    EXPECT_LT(imbalance(routed, r.size() + s.size()), 1.1) << g;
+    expect_pairs_meet_once(r, s, g, 4096);
+  }
+}
+
+TEST_F(PlanTest, EmptyAndOneRowRelations) {
+  const Keys none, one{7}, other{8};
+  for (int g : {1, 2, 3}) {
+    expect_pairs_meet_once(none, none, g);
+    expect_pairs_meet_once(one, none, g);
+    expect_pairs_meet_once(none, one, g);
+    expect_pairs_meet_once(one, one, g);
+    expect_pairs_meet_once(one, other, g);
+  }
+}
+
+TEST_F(PlanTest, ExtremeKeys) {
+  const Keys r{0, 0, std::numeric_limits<std::uint64_t>::max(), 1ull << 63, (1ull << 63) - 1};
+  const Keys s{std::numeric_limits<std::uint64_t>::max(), 0, 1ull << 63, 5};
+  for (int g : {2, 4}) expect_pairs_meet_once(r, s, g);
+}
+
+TEST_F(PlanTest, BoundsHoldTheRealSizes) {
+  Keys r = uniform(rng, 400'000), s = uniform(rng, 400'000);
+  for (std::size_t i = 0; i < s.size(); i += 3) s[i] = r[9];
+  for (int g : {2, 3, 4, 8}) {
+    const KeySample rs = sample_keys(view_of(r), 1 << 15, 3), ss = sample_keys(view_of(s), 1 << 15, 4);
+    const PartitionPlan plan = choose_plan(rs, ss, g);
+    const PartitionSizes sizes = estimate_sizes(plan, rs, ss);
+    const std::vector<Keys> routed[2] = {route(plan, Side::R, r), route(plan, Side::S, s)};
+    for (int side = 0; side < 2; ++side)
+      for (int d = 0; d < g; ++d) {
+        const auto real = static_cast<std::int64_t>(routed[side][d].size());
+        EXPECT_LE(real, sizes.bound[side][d]) << "side " << side << " gpu " << d << " of " << g;
+        EXPECT_NEAR(static_cast<double>(real), static_cast<double>(sizes.estimate[side][d]),
+                    0.05 * static_cast<double>(r.size()) + 100)
+            << "side " << side << " gpu " << d << " of " << g;
+      }
+  }
+}
+
+TEST(SampleKeys, ExactWhenSmallSortedAndSignFlipped) {
+  const std::vector<std::int32_t> keys{5, -1, std::numeric_limits<std::int32_t>::min(), 0, 7};
+  const KeySample sample = sample_keys({keys.data(), 5, DType::Int32});
+  ASSERT_TRUE(sample.exact());
+  const Keys expected{0x00000000u, 0x7fffffffu, 0x80000000u, 0x80000005u, 0x80000007u};
+  EXPECT_EQ(sample.keys, expected);
+}
+
+TEST(SampleKeys, StratifiedSampleOfSortedInputCoversTheRange) {
+  Keys k(1'000'000);
+  for (std::size_t i = 0; i < k.size(); ++i) k[i] = i;
+  const KeySample sample = sample_keys(view_of(k), 1000, 1);
+  ASSERT_EQ(sample.keys.size(), 1000u);
+  EXPECT_FALSE(sample.exact());
+  for (std::size_t i = 0; i < 1000; ++i) {  // one key from each stratum of 1000 rows
+    EXPECT_GE(sample.keys[i], i * 1000);
+    EXPECT_LT(sample.keys[i], (i + 1) * 1000);
+  }
+}
+
+/// Scratch sizes of a fake device: proportional to rows.
+ScratchSizes fake_scratch() {
+  ScratchSizes s;
+  s.sort = [](std::int64_t rows, int, int) { return static_cast<std::size_t>(rows) * 2 + 1024; };
+  s.partition = [](std::int64_t rows, int gpus) { return static_cast<std::size_t>(rows / 256 + 1) * gpus * 16; };
+  s.scan = [](std::uint64_t n) { return static_cast<std::size_t>(n / 64 + 1024); };
+  return s;
+}
+
+TEST(PlanCopart, CountMovesKeysOnlyAndMaterializeMovesPayloads) {
+  Keys rk(100'000), rp(100'000), sk(50'000), sp(50'000);
+  for (std::size_t i = 0; i < rk.size(); ++i) rk[i] = i * 3;
+  for (std::size_t i = 0; i < sk.size(); ++i) sk[i] = i * 5;
+  RelationView r{{rk.data(), 100'000, DType::UInt64}, MutableColumnView{rp.data(), 100'000, DType::UInt64}};
+  RelationView s{{sk.data(), 50'000, DType::UInt64}, MutableColumnView{sp.data(), 50'000, DType::UInt64}};
+  const CopartPlan count = plan_copart(r, s, 2, OutputMode::Count, 8ull << 30, fake_scratch());
+  EXPECT_TRUE(count.fits) << count.reason;
+  EXPECT_EQ(count.r.payload_bytes, 0);
+  EXPECT_EQ(count.s.payload_bytes, 0);
+  EXPECT_EQ(count.probe, Side::S);  // the smaller relation
+  const CopartPlan mat = plan_copart(r, s, 2, OutputMode::Materialize, 8ull << 30, fake_scratch());
+  EXPECT_EQ(mat.r.payload_bytes, 8);
+  EXPECT_GT(mat.window_rows, 0u);
+  EXPECT_GT(mat.budget[0].output, 0u);
+  EXPECT_GT(mat.budget[0].partitions, count.budget[0].partitions);
+}
+
+TEST(PlanCopart, RefusesWhatDoesNotFitAndSaysWhy) {
+  Keys rk(1'000'000), sk(1'000'000);
+  for (std::size_t i = 0; i < rk.size(); ++i) rk[i] = rk.size() - i;
+  for (std::size_t i = 0; i < sk.size(); ++i) sk[i] = i;
+  RelationView r{{rk.data(), 1'000'000, DType::UInt64}, std::nullopt};
+  RelationView s{{sk.data(), 1'000'000, DType::UInt64}, std::nullopt};
+  const CopartPlan small = plan_copart(r, s, 1, OutputMode::Count, 64ull << 20, fake_scratch());
+  EXPECT_FALSE(small.fits);
+  EXPECT_NE(small.reason.find("not in core"), std::string::npos) << small.reason;
+  const CopartPlan big = plan_copart(r, s, 1, OutputMode::Count, 1ull << 30, fake_scratch());
+  EXPECT_TRUE(big.fits) << big.reason;
+  EXPECT_NE(big.reason.find("co-partitioned"), std::string::npos) << big.reason;
+}
+
+}  // namespace
+}  // namespace mgjoin::copart
