@@ -60,7 +60,7 @@ TuningFile make_tuning(const Topology& machine, const MeasuredBandwidths& m, con
     if (options.time_join) {
       f.best.push_back(timed_choice(measured, g, options));
     } else {
-      f.best.push_back({g, choose_gpu_set(measured, g), "radix", std::nullopt});
+      f.best.push_back({g, choose_gpu_set(measured, g), "radix", std::nullopt, "copart", std::nullopt});
     }
   }
   return f;

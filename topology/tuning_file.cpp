@@ -74,6 +74,13 @@ TuningChoice choice_from_json(const json& j, const std::string& source) {
                        source + ": best set for g=" + std::to_string(c.g) + " lists " +
                            std::to_string(c.gpus.size()) + " GPUs");
   if (j.contains("seconds") && !j.at("seconds").is_null()) c.seconds = j.at("seconds").get<double>();
+  if (j.contains("flow")) {
+    c.flow = j.at("flow").get<std::string>();
+    MGJOIN_INPUT_EXPECTS(c.flow == "paper" || c.flow == "copart",
+                         source + ": flow must be \"paper\" or \"copart\", not \"" + c.flow + "\"");
+  }
+  if (j.contains("copart_seconds") && !j.at("copart_seconds").is_null())
+    c.copart_seconds = j.at("copart_seconds").get<double>();
   return c;
 }
 
@@ -115,6 +122,8 @@ json tuning_to_json(const TuningFile& f) {
   for (const auto& c : f.best) {
     json e = {{"g", c.g}, {"gpus", c.gpus}, {"strategy", c.strategy}};
     if (c.seconds) e["seconds"] = *c.seconds;
+    e["flow"] = c.flow;
+    if (c.copart_seconds) e["copart_seconds"] = *c.copart_seconds;
     best.push_back(e);
   }
   return {{"version", f.version},

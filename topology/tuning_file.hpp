@@ -13,10 +13,13 @@
 //       "p2p_both_ways": [[0, 780, ...], ...],                // GPU x GPU, both directions summed
 //       "all_to_all": { "gpus": [0, 1, 2, 3], "gbps": 787 }
 //     },
-//     "best": [ { "g": 2, "gpus": [0, 1], "strategy": "radix", "seconds": 0.84 }, ... ]
+//     "best": [ { "g": 2, "gpus": [0, 1], "strategy": "radix", "seconds": 0.84,
+//                 "flow": "copart", "copart_seconds": 0.21 }, ... ]
 //   }
 //
-// "seconds" (the timed join on that set) is absent while only transfers were measured.
+// "seconds" (the timed paper-flow join on that set) is absent while only transfers were measured;
+// "flow" is the faster data flow of the two timed there (JoinOptions::strategy = Auto follows it),
+// "copart" when absent; "copart_seconds" the co-partitioned flow's time.
 // A file whose "machine" differs from this machine's GPUs (names and bus ids, in CUDA order) is
 // ignored with a warning.
 #include "topology/bandwidth.hpp"
@@ -49,6 +52,8 @@ struct TuningChoice {
   std::vector<int> gpus;            ///< ascending
   std::string strategy = "radix";   ///< "radix" or "merge" (JoinOptions::sort)
   std::optional<double> seconds;    ///< timed join on this set; absent when chosen from transfers only
+  std::string flow = "copart";      ///< "copart" or "paper": the faster data flow when both fit
+  std::optional<double> copart_seconds;  ///< the co-partitioned flow's timed join on this set
 };
 
 struct TuningFile {

@@ -60,6 +60,8 @@ struct WorkloadOptions {
         ->capture_default_str();
     cmd.add_option("--zipf", spec.zipf, "skew theta of S's choice of R rows, in [0, 1]; 0 = uniform")
         ->capture_default_str();
+    cmd.add_option("--hot-key", spec.hot_key, "fraction of matching S rows given one hot key (R row 0's), in [0, 1]")
+        ->capture_default_str();
     cmd.add_option("--seed", spec.seed, "random seed; the same seed gives the same data")->capture_default_str();
   }
 

@@ -1,5 +1,5 @@
 // `mgjoin tune`: measures this machine's transfers once and writes the tuning file from which the
-// engine takes the GPU set and sort strategy for `--gpus N` (topology/tuning_file.hpp).
+// engine takes the GPU set, sort strategy and data flow for `--gpus N` (topology/tuning_file.hpp).
 #include "commands.hpp"
 
 #include "topology/bandwidth.hpp"
@@ -59,6 +59,7 @@ topology::JoinTimer join_timer(double scale) {
     JoinOptions options;
     options.gpu_ids = set;
     options.sort = merge ? SortStrategy::Merge : SortStrategy::Radix;
+    options.strategy = strategy == "copart" ? JoinStrategy::CoPartitioned : JoinStrategy::Paper;
     options.output = OutputMode::Count;
     Engine engine(options);
     std::vector<double> seconds;
@@ -72,6 +73,22 @@ topology::JoinTimer join_timer(double scale) {
     std::sort(seconds.begin(), seconds.end());
     return seconds[seconds.size() / 2];
   };
+}
+
+/// Times the co-partitioned flow on each best set and keeps the faster flow (a set where it does not
+/// fit keeps the paper flow).
+void time_flows(topology::TuningFile& tuning, const topology::JoinTimer& time_join) {
+  for (auto& c : tuning.best) {
+    try {
+      c.copart_seconds = time_join(c.gpus, "copart");
+    } catch (const InputError& e) {
+      progress("g=" + std::to_string(c.g) + " copart: " + e.what());
+    }
+    c.flow = c.copart_seconds && (!c.seconds || *c.copart_seconds <= *c.seconds) ? "copart" : "paper";
+    progress("g=" + std::to_string(c.g) + " " + topology::set_string(c.gpus) + " copart: " +
+             (c.copart_seconds ? std::to_string(*c.copart_seconds) + " s" : std::string("does not fit")) + " -> " +
+             c.flow);
+  }
 }
 
 void run_tune(const TuneArgs& a) {
@@ -92,12 +109,13 @@ void run_tune(const TuneArgs& a) {
                                   " on the best candidate sets, radix and merge");
   opt.time_join = join_timer(a.join_scale);
   opt.progress = progress;
-  const auto tuning = topology::make_tuning(t, measured, opt);
+  auto tuning = topology::make_tuning(t, measured, opt);
+  if (opt.time_join) time_flows(tuning, opt.time_join);
   const std::string path = a.out.empty() ? topology::default_tuning_path() : a.out;
   topology::write_tuning_file(tuning, path);
 
   for (const auto& c : tuning.best)
-    std::printf("g=%-3d %-20s %s\n", c.g, topology::set_string(c.gpus).c_str(), c.strategy.c_str());
+    std::printf("g=%-3d %-20s %-6s %s\n", c.g, topology::set_string(c.gpus).c_str(), c.strategy.c_str(), c.flow.c_str());
   std::printf("wrote %s\n", path.c_str());
 }
 

@@ -263,6 +263,10 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
   Impl& e = *impl_;
   const auto start = Clock::now();
   std::string reason = paper_only_reason(options);
+  const auto* tuned = e.tuning ? e.tuning->best_for(static_cast<int>(e.devices.size())) : nullptr;
+  if (reason.empty() && options.strategy == JoinStrategy::Auto && tuned && tuned->flow == "paper" &&
+      std::is_permutation(tuned->gpus.begin(), tuned->gpus.end(), e.devices.begin(), e.devices.end()))
+    reason = "paper flow: the tuning file timed it faster on this GPU set";
   const HostPin input_pins[] = {{r.key.data, r.key.bytes()},
                                 {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
                                 {s.key.data, s.key.bytes()},

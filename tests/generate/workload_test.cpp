@@ -118,6 +118,21 @@ TEST(Workload, EverySKeyMatchesExactlyOneRRowAtSelectivityOne) {
   EXPECT_NEAR(static_cast<double>(distinct.size()) / static_cast<double>(b.r.size()), 1 - std::exp(-1.0), 0.01);
 }
 
+TEST(Workload, HotKeyTakesItsFractionOfS) {
+  const auto seed = announce_seed();
+  WorkloadSpec spec = spec_of(Workload::B, 0.0001, seed);
+  spec.hot_key = 0.5;
+  const auto w = generate_workload(spec);
+  const std::uint64_t hot = values<std::uint64_t>(w.r.key)[0];
+  const auto s = values<std::uint64_t>(w.s.key);
+  const double n = static_cast<double>(s.size());
+  const auto hits = static_cast<double>(std::count(s.begin(), s.end(), hot));
+  EXPECT_NEAR(hits, n / 2, 5 * std::sqrt(n * 0.25) + n / static_cast<double>(w.r.size()));
+  EXPECT_EQ(matching_rows<std::uint64_t>(w), w.s.size());  // every row still matches one R row
+  spec.hot_key = 1.5;
+  EXPECT_THROW(workload_shape(spec), InputError);
+}
+
 TEST(Workload, HalfTheSRowsMatchAtSelectivityHalf) {
   const auto seed = announce_seed();
   for (const double zipf : {0.0, 1.0}) {

@@ -86,7 +86,7 @@ TEST(GpuSet, RankingListsDistinctSetsBestFirst) {
 TuningFile tuning_for(const Topology& t, int g, Set best) {
   TuningFile f;
   f.machine = fingerprint_of(t);
-  f.best.push_back({g, std::move(best), "merge", 1.5});
+  f.best.push_back({g, std::move(best), "merge", 1.5, "copart", std::nullopt});
   return f;
 }
 

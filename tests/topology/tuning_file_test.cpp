@@ -64,7 +64,9 @@ TuningFile sample_tuning(const Topology& t) {
   f.created = "2026-11-21T15:00:00Z";
   f.machine = fingerprint_of(t);
   f.bandwidths = sample_bandwidths();
-  f.best = {{1, {0}, "radix", std::nullopt}, {2, {0, 1}, "merge", 0.84}, {4, {0, 1, 2, 3}, "radix", 1.1}};
+  f.best = {{1, {0}, "radix", std::nullopt},
+            {2, {0, 1}, "merge", 0.84, "copart", 0.21},
+            {4, {0, 1, 2, 3}, "radix", 1.1, "paper", std::nullopt}};
   return f;
 }
 
@@ -86,6 +88,8 @@ void expect_same(const TuningFile& a, const TuningFile& b) {
     EXPECT_EQ(a.best[i].gpus, b.best[i].gpus);
     EXPECT_EQ(a.best[i].strategy, b.best[i].strategy);
     EXPECT_EQ(a.best[i].seconds, b.best[i].seconds);
+    EXPECT_EQ(a.best[i].flow, b.best[i].flow);
+    EXPECT_EQ(a.best[i].copart_seconds, b.best[i].copart_seconds);
   }
 }
 
@@ -99,6 +103,7 @@ TEST(TuningFile, RoundTripsThroughAFile) {
   ASSERT_TRUE(back.has_value());
   expect_same(f, *back);
   EXPECT_EQ(back->best_for(2)->strategy, "merge");
+  EXPECT_EQ(back->best_for(4)->flow, "paper");
   EXPECT_EQ(back->best_for(3), nullptr);
 }
 
@@ -150,6 +155,9 @@ TEST(TuningFile, BrokenFilesNameThePath) {
   expect_input_error(j.dump());
   j = tuning_to_json(sample_tuning(t));
   j["best"][1]["strategy"] = "bogo";
+  expect_input_error(j.dump());
+  j = tuning_to_json(sample_tuning(t));
+  j["best"][1]["flow"] = "hash";
   expect_input_error(j.dump());
   j = tuning_to_json(sample_tuning(t));
   j["best"][1]["gpus"] = Set{0, 1, 2};

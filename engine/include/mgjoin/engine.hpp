@@ -26,7 +26,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   /// Joins R and S on this engine's GPUs with options.sort, exchange, output and progress (the GPU
-  /// set and memory were fixed at construction). Sorts r and s in place, as mgjoin::join() does.
+  /// set and memory were fixed at construction) and options.strategy; the paper flow sorts r and s in
+  /// place, the co-partitioned flow leaves them untouched, as in mgjoin::join().
   JoinResult join(RelationView r, RelationView s, const JoinOptions& options);
 
   /// CUDA device ids of the GPU set, in chunk order.

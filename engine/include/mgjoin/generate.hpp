@@ -34,6 +34,7 @@ struct WorkloadSpec {
   double scale = 1;        ///< f in Table 2; fractions allowed
   double selectivity = 1;  ///< sigma in [0, 1]: fraction of S rows with a match in R
   double zipf = 0;         ///< theta in [0, 1]: 0 = uniform, 1 = classic Zipf
+  double hot_key = 0;      ///< fraction of matching S rows that take R row 0's key instead (one hot key)
   std::uint64_t seed = 1;
 };
 
@@ -45,7 +46,7 @@ struct WorkloadShape {
 };
 
 /// Validates the spec and computes its sizes.
-/// @throw InputError naming the option ("--scale", "--selectivity", "--zipf") when out of range.
+/// @throw InputError naming the option ("--scale", "--selectivity", "--zipf", "--hot-key") when out of range.
 WorkloadShape workload_shape(const WorkloadSpec& spec);
 
 struct GeneratedWorkload {

@@ -23,6 +23,7 @@ using detail::KeyPermutation;
 // Random streams: one decides whether an S row matches, one picks its R row (or its absent key).
 constexpr std::uint64_t kMatchStream = 0x6d61746368ull;  // "match"
 constexpr std::uint64_t kPickStream = 0x7069636bull;     // "pick"
+constexpr std::uint64_t kHotStream = 0x686f74ull;         // "hot"
 // Rows per unit of work: small enough to balance threads on a busy machine, large enough that
 // taking one from the shared counter costs nothing.
 constexpr std::int64_t kChunkRows = std::int64_t{1} << 16;
@@ -68,13 +69,15 @@ void generate_r(RelationView r, const KeyPermutation<Key>& perm, std::int64_t to
 }
 
 /// S: row j matches R row pick(bits) with probability sigma, else gets perm(|R| + x) for a random
-/// x: an index outside R, hence (perm being a bijection) a key absent from R.
+/// x: an index outside R, hence (perm being a bijection) a key absent from R. A matching row is made
+/// to match R row 0 instead with probability hot_key (one hot key).
 template <class Key, class PickRow>
 void generate_s(RelationView s, const WorkloadSpec& spec, std::int64_t r_rows, const KeyPermutation<Key>& perm,
                 PickRow pick_row, std::int64_t total, const ProgressCallback& progress) {
   Key* key = s.key.as<Key>();
   Key* payload = s.payload->as<Key>();
-  const CounterRng match_rng(spec.seed, kMatchStream), pick_rng(spec.seed, kPickStream);
+  const CounterRng match_rng(spec.seed, kMatchStream), pick_rng(spec.seed, kPickStream), hot_rng(spec.seed, kHotStream);
+  const double hot = spec.hot_key;
   const bool all_match = spec.selectivity >= 1 && r_rows > 0;
   const bool none_match = spec.selectivity <= 0 || r_rows == 0;
   const double sigma = spec.selectivity;
@@ -86,7 +89,8 @@ void generate_s(RelationView s, const WorkloadSpec& spec, std::int64_t r_rows, c
     const std::uint64_t bits = pick_rng(j);
     const bool matches = all_match || (!none_match && detail::uniform_unit(match_rng(j)) < sigma);
     const std::uint64_t miss = absent == 0 ? bits : r_size + detail::uniform_below(bits, absent);
-    key[j] = perm(static_cast<Key>(matches ? pick_row(bits) : miss));
+    const bool is_hot = matches && hot > 0 && detail::uniform_unit(hot_rng(j)) < hot;
+    key[j] = perm(static_cast<Key>(is_hot ? 0 : matches ? pick_row(bits) : miss));
     payload[j] = static_cast<Key>(j);
   });
 }
@@ -133,6 +137,7 @@ WorkloadShape workload_shape(const WorkloadSpec& spec) {
                        "--selectivity " + number(spec.selectivity) + ": must be in [0, 1]");
   MGJOIN_INPUT_EXPECTS(spec.zipf >= 0 && spec.zipf <= 1,
                        "--zipf " + number(spec.zipf) + ": must be in [0, 1] (0 = uniform, 1 = Zipf)");
+  MGJOIN_INPUT_EXPECTS(spec.hot_key >= 0 && spec.hot_key <= 1, "--hot-key " + number(spec.hot_key) + ": must be in [0, 1]");
   WorkloadShape shape;
   if (spec.workload == Workload::A) {
     shape.r_rows = scaled_rows(spec.scale, 1e8);
