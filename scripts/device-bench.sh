@@ -19,8 +19,12 @@ run_case() {
 import json, sys
 j = json.load(open(sys.argv[1]))
 ph = " ".join(f"{p['name']}={p['median_seconds']:.3f}" for p in j.get("phases", []) if p['median_seconds'] > 0.0005)
-print(f"{sys.argv[2]}: median {j['median_seconds']:.4f} s of {j['run_seconds']}, {j['count']} matches"
-      f"{' (verified)' if 'verified_count' in j else ''}, {j['median_seconds']/j['pcie_floor_seconds'] if j['pcie_floor_seconds'] else 0:.2f}x floor; {ph}")
+f, fk, fo = j['pcie_floor_seconds'], j.get('pcie_floor_keys_seconds', 0), j.get('output_d2h_floor_seconds', 0)
+m = j['median_seconds']
+r = lambda x: m / x if x else 0
+print(f"{sys.argv[2]}: [{j.get('strategy', '?')}] median {m:.4f} s of {j['run_seconds']}, {j['count']} matches"
+      f"{' (verified)' if 'verified_count' in j else ''}; floor {f:.4f} s ({r(f):.2f}x), keys {fk:.4f} s ({r(fk):.2f}x),"
+      f" output D2H {fo:.4f} s; H2D {j.get('h2d_gbps', 0):.1f} GB/s {j.get('h2d_gbps_source', '')}; {ph}")
 PY
   else
     echo "$args: rc=$rc ($(( $(date +%s) - start )) s)" | tee -a "$OUT/bench.txt"

@@ -10,6 +10,8 @@
 #include <mgjoin/generate.hpp>
 #include <mgjoin/join.hpp>
 
+#include "../benchmarks/pcie_rate.hpp"
+#include "alloc/stack_set.hpp"
 #include "host_merge/parallel_copy.hpp"
 #include "p2p/device.hpp"
 
@@ -80,7 +82,29 @@ struct Summary {
   std::uint64_t cpu_count = 0;
   bool verified = false;
   int gpus = 0;  ///< size of the engine's GPU set; 0 for the CPU path
+  double h2d_gbps = 0, d2h_gbps = 0;  ///< measured in this run, all GPUs of the set at once; 0 = not measured
 };
+
+/// Host-to-device and device-to-host rates of all the engine's GPUs at once, measured before the joins
+/// with up to 1 GiB per GPU out of (and, for D2H, into) the generated pinned input, which the runs
+/// restore before they start. Zero where the GPUs have no room left beside the engine's stacks.
+void measure_pcie(const Engine& engine, GeneratedWorkload& w, bool input_restored, Summary& sum) {
+  const std::vector<int>& devices = engine.devices();
+  const std::uint64_t per_gpu = std::min<std::uint64_t>(1ull << 30, w.s.key.bytes() / devices.size()) & ~std::uint64_t{4095};
+  if (per_gpu == 0) return;
+  try {
+    alloc::StackSet<alloc::DeviceStackAllocator> stacks;
+    for (const int d : devices) stacks.add(d, per_gpu);
+    auto* host = static_cast<std::byte*>(w.s.key.data());
+    sum.h2d_gbps = per_gpu * devices.size() / bench::measured_copy_seconds(devices, host, per_gpu, stacks.view(),
+                                                                          cudaMemcpyHostToDevice) / 1e9;
+    if (input_restored)
+      sum.d2h_gbps = per_gpu * devices.size() / bench::measured_copy_seconds(devices, host, per_gpu, stacks.view(),
+                                                                            cudaMemcpyDeviceToHost) / 1e9;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mgjoin bench: PCIe rates not measured (%s); the floor uses the assumed rate\n", e.what());
+  }
+}
 
 Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, GeneratedWorkload& w,
                   const Pristine& pristine) {
@@ -89,6 +113,7 @@ Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, Gener
   if (use_gpus) {
     engine = std::make_unique<Engine>(options);
     sum.gpus = static_cast<int>(engine->devices().size());
+    if (a.h2d_gbps <= 0) measure_pcie(*engine, w, pristine.kept, sum);
   }
   for (int i = 0; i < a.warmup + a.repeat; ++i) {
     pristine.restore(w);
@@ -138,8 +163,14 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) 
     bytes_nvlink += nvlink[n];
   }
   const double input_bytes = static_cast<double>(shape.bytes());
-  const double h2d = a.h2d_gbps > 0 ? a.h2d_gbps : default_h2d_gbps(sum.gpus);
+  const double key_bytes = static_cast<double>((shape.r_rows + shape.s_rows) * dtype_size(shape.key_type));
+  const char* rate_kind = a.h2d_gbps > 0 ? "given" : sum.h2d_gbps > 0 ? "measured" : "assumed";
+  const double h2d = a.h2d_gbps > 0 ? a.h2d_gbps : sum.h2d_gbps > 0 ? sum.h2d_gbps : default_h2d_gbps(sum.gpus);
   const double floor = h2d > 0 ? input_bytes / (h2d * 1e9) : 0;
+  const double keys_floor = h2d > 0 ? key_bytes / (h2d * 1e9) : 0;
+  const double output_bytes = static_cast<double>(sum.runs.back().key.bytes() + sum.runs.back().r_payload.bytes() +
+                                                  sum.runs.back().s_payload.bytes());
+  const double output_floor = sum.d2h_gbps > 0 ? output_bytes / (sum.d2h_gbps * 1e9) : 0;
   const double tuples = static_cast<double>(shape.r_rows + shape.s_rows);
   const auto& last = sum.runs.back();
 
@@ -162,7 +193,14 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) 
     j["bytes_pcie"] = bytes_pcie;
     j["bytes_nvlink"] = bytes_nvlink;
     j["pcie_floor_seconds"] = floor;
-    j["h2d_gbps_assumed"] = h2d;
+    j["pcie_floor_keys_seconds"] = keys_floor;
+    j["h2d_gbps"] = h2d;
+    j["h2d_gbps_source"] = rate_kind;
+    j["d2h_gbps_measured"] = sum.d2h_gbps;
+    j["output_bytes"] = output_bytes;
+    j["output_d2h_floor_seconds"] = output_floor;
+    j["strategy"] = strategy_name(last.strategy);
+    j["strategy_reason"] = last.strategy_reason;
     j["peak_host_bytes"] = last.peak_host_bytes;
     if (sum.verified) j["verified_count"] = sum.cpu_count;
     for (const auto& n : order)
@@ -176,6 +214,7 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) 
               static_cast<unsigned long long>(a.workload.spec.seed), static_cast<long long>(shape.r_rows),
               static_cast<long long>(shape.s_rows));
   std::printf("executor  %s\n", last.executor.c_str());
+  std::printf("strategy  %s: %s\n", strategy_name(last.strategy), last.strategy_reason.c_str());
   std::printf("%-22s %12s %14s %14s\n", "phase (median)", "seconds", "PCIe GB", "NVLink GB");
   for (const auto& n : order)
     std::printf("%-22s %12.4f %14.2f %14.2f\n", n.c_str(), median(secs[n]), pcie[n] / 1e9, nvlink[n] / 1e9);
@@ -183,9 +222,13 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) 
   std::printf("matches %llu%s\n", static_cast<unsigned long long>(last.count),
               sum.verified ? " (equal to the CPU path)" : "");
   std::printf("throughput %.3f G tuples/s   ", tuples / total / 1e9);
-  if (floor > 0)
-    std::printf("PCIe floor %.4f s (inputs once at %.1f GB/s): %.2fx the floor\n", floor, h2d, total / floor);
-  else
+  if (floor > 0) {
+    std::printf("PCIe floor %.4f s (inputs once at the %s %.1f GB/s): %.2fx the floor; keys only %.4f s: %.2fx\n",
+                floor, rate_kind, h2d, total / floor, keys_floor, total / keys_floor);
+    if (output_floor > 0)
+      std::printf("output D2H floor %.4f s (%.2f GB at the measured %.1f GB/s)\n", output_floor, output_bytes / 1e9,
+                  sum.d2h_gbps);
+  } else
     std::printf("(CPU path: no PCIe floor)\n");
 }
 
@@ -201,7 +244,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--output", args->output, "count, ranges or materialize")->capture_default_str();
   cmd->add_flag("--verify", args->verify, "check the match count against the CPU path");
   cmd->add_flag("--json", args->json, "print the summary as JSON");
-  cmd->add_option("--h2d-gbps", args->h2d_gbps, "host-to-device GB/s of the PCIe floor (default 55.4 per GPU, at most 204.8)");
+  cmd->add_option("--h2d-gbps", args->h2d_gbps,
+                  "host-to-device GB/s of the PCIe floor (default: measured before the runs, all GPUs at once)");
   cmd->callback([args] {
     BenchArgs& a = *args;
     const WorkloadSpec& spec = a.workload.finish();

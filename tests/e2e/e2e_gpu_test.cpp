@@ -83,6 +83,7 @@ const Expected& expected_for(const WorkloadSpec& spec) {
 JoinOptions gpu_options(const GpuCase& c, const WorkloadShape& shape) {
   JoinOptions options;
   options.gpus = c.gpus;
+  options.strategy = JoinStrategy::Paper;  // this grid checks the paper flow; copart_flow_gpu_test.cpp the other
   options.sort = c.sort;
   options.exchange = c.exchange;
   options.output = c.output;

@@ -10,6 +10,7 @@
 #include "alloc/stack_buffer.hpp"
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/radix_partition.hpp"
+#include "host_merge/detail/streaming_store.hpp"
 #include "p2p/all_to_all.hpp"
 #include "p2p/device.hpp"
 
@@ -449,15 +450,23 @@ struct ByteCopy {
 };
 
 /// Copies with all OpenMP threads in 2 MiB blocks: the result columns are fresh memory, and a window's
-/// copy is bound by the first touch of its pages, which only many threads make fast.
+/// copy is bound by the first touch of its pages, which only many threads make fast. Streaming stores:
+/// the result is far larger than the caches, and plain stores would read every line first.
 void copy_in_blocks(std::span<const ByteCopy> copies) {
   constexpr std::size_t kBlock = 2u << 20;
   std::vector<ByteCopy> blocks;
   for (const ByteCopy& c : copies)
     for (std::size_t at = 0; c.to && at < c.bytes; at += kBlock)
       blocks.push_back({c.to + at, c.from + at, std::min(kBlock, c.bytes - at)});
-#pragma omp parallel for schedule(dynamic, 1)
-  for (std::size_t i = 0; i < blocks.size(); ++i) std::memcpy(blocks[i].to, blocks[i].from, blocks[i].bytes);
+#pragma omp parallel
+  {
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t i = 0; i < blocks.size(); ++i)  // columns are of 4- or 8-byte words
+      host_merge::detail::copy_output(reinterpret_cast<std::uint32_t*>(blocks[i].to),
+                                      reinterpret_cast<const std::uint32_t*>(blocks[i].from),
+                                      static_cast<std::int64_t>(blocks[i].bytes / 4));
+    host_merge::detail::finish_output();
+  }
 }
 
 /// Per GPU: its probe side's match arrays and their scan.
@@ -527,9 +536,13 @@ void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::
   p2p::DeviceGuard guard(gpu.device);
   const int kb = plan_.r.key_bytes, rb = plan_.r.payload_bytes, sb = plan_.s.payload_bytes;
   const std::uint64_t window = plan_.window_rows;
-  const std::size_t width = static_cast<std::size_t>(kb + rb + sb);
-  DeviceBuffer device_out[2] = {DeviceBuffer(*gpu.memory, window * width), DeviceBuffer(*gpu.memory, window * width)};
-  PinnedBuffer staging[2] = {PinnedBuffer(*gpu.pinned, window * width), PinnedBuffer(*gpu.pinned, window * width)};
+  // Each window holds its three columns at fixed, 256-byte aligned offsets (an 8-byte payload column
+  // after an odd number of 4-byte keys would be misaligned otherwise).
+  const auto round_up = [](std::uint64_t bytes) { return (bytes + 255) / 256 * 256; };
+  const std::uint64_t at_r = round_up(window * kb), at_s = at_r + round_up(window * rb);
+  const std::uint64_t window_bytes = at_s + round_up(window * sb);
+  DeviceBuffer device_out[2] = {DeviceBuffer(*gpu.memory, window_bytes), DeviceBuffer(*gpu.memory, window_bytes)};
+  PinnedBuffer staging[2] = {PinnedBuffer(*gpu.pinned, window_bytes), PinnedBuffer(*gpu.pinned, window_bytes)};
   p2p::Event copied[2] = {p2p::Event(gpu.device, false), p2p::Event(gpu.device, false)};
   const Side x = plan_.probe == Side::S ? Side::R : Side::S;
   const Partition& px = gpu.partition[static_cast<int>(x)];
@@ -553,12 +566,13 @@ void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::
     a.o_begin = o0;
     a.o_end = o1;
     a.out_key = out;
-    a.out_r_payload = rb ? out + n * kb : nullptr;
-    a.out_s_payload = sb ? out + n * (kb + rb) : nullptr;
+    a.out_r_payload = rb ? out + at_r : nullptr;
+    a.out_s_payload = sb ? out + at_s : nullptr;
     a.r_payload_bytes = rb;
     a.s_payload_bytes = sb;
     write_output_window(a, gpu.work);
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(staging[b].data(), out, n * width, cudaMemcpyDeviceToHost, gpu.work));
+    for (const auto& [at, w] : {std::pair{std::uint64_t{0}, kb}, std::pair{at_r, rb}, std::pair{at_s, sb}})
+      if (w) MGJOIN_CUDA_TRY(cudaMemcpyAsync(staging[b].data() + at, out + at, n * w, cudaMemcpyDeviceToHost, gpu.work));
     copied[b].record(gpu.work);
   };
   auto drain = [&](std::uint64_t w) {
@@ -568,8 +582,8 @@ void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::
     const std::byte* in = staging[b].data();
     const std::uint64_t row = base + o0;
     const ByteCopy copies[] = {{result.key.as<std::byte>() + row * kb, in, n * kb},
-                               {rb ? result.r_payload.as<std::byte>() + row * rb : nullptr, in + n * kb, n * rb},
-                               {sb ? result.s_payload.as<std::byte>() + row * sb : nullptr, in + n * (kb + rb), n * sb}};
+                               {rb ? result.r_payload.as<std::byte>() + row * rb : nullptr, in + at_r, n * rb},
+                               {sb ? result.s_payload.as<std::byte>() + row * sb : nullptr, in + at_s, n * sb}};
     copy_in_blocks(copies);
   };
   issue(0);

@@ -1,0 +1,316 @@
+// The co-partitioned flow on the GPUs against a hash-multimap reference that shares no code with it:
+// random and adversarial inputs (all keys equal, a hot key larger than a partition, keys sharing their
+// top bits, Zipf, sorted and reverse, empty and one-row relations, signed extremes, sizes not divisible
+// by g), 4- and 8-byte keys, count and materialized, g = 1 and 2. Also: the inputs stay untouched, the
+// output comes in key order, and the planner's choice between the flows.
+#include <mgjoin/engine.hpp>
+#include <mgjoin/error.hpp>
+#include <mgjoin/generate.hpp>
+#include <mgjoin/join.hpp>
+
+#include "common/gpu.hpp"
+#include "common/seed.hpp"
+#include "e2e/e2e_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+class NoNvls : public ::testing::Environment {
+ public:
+  void SetUp() override { setenv("NCCL_NVLS_ENABLE", "0", 1); }
+};
+[[maybe_unused]] ::testing::Environment* const no_nvls = ::testing::AddGlobalTestEnvironment(new NoNvls);
+
+template <class Key>
+using KeyMaker = std::function<std::vector<Key>(std::mt19937_64&, std::size_t rows, bool is_s)>;
+
+/// A relation with the given keys; payload i = i + offset (so that every output row names its rows),
+/// of `payload_bytes` (0: key only).
+template <class Key>
+Relation relation_of(const std::vector<Key>& keys, int payload_bytes, std::uint64_t offset) {
+  const auto n = static_cast<std::int64_t>(keys.size());
+  Relation rel{HostColumn::allocate(dtype_of<Key>(), n), std::nullopt};
+  if (n) std::memcpy(rel.key.data(), keys.data(), keys.size() * sizeof(Key));
+  if (payload_bytes) {
+    rel.payload = HostColumn::allocate(payload_bytes == 4 ? DType::UInt32 : DType::UInt64, n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t v = static_cast<std::uint64_t>(i) + offset;
+      std::memcpy(static_cast<char*>(rel.payload->data()) + i * payload_bytes, &v, payload_bytes);
+    }
+  }
+  return rel;
+}
+
+bool same_bytes(const HostColumn& a, const HostColumn& b) {
+  return a.bytes() == b.bytes() && (a.bytes() == 0 || std::memcmp(a.data(), b.data(), a.bytes()) == 0);
+}
+
+template <class Key>
+void expect_key_order(const HostColumn& key) {
+  const Key* k = key.as<Key>();
+  for (std::int64_t i = 1; i < key.size(); ++i)
+    if (k[i] < k[i - 1]) {
+      ADD_FAILURE() << "output key " << i << " (" << +k[i] << ") below its predecessor (" << +k[i - 1] << ")";
+      return;
+    }
+}
+
+struct Shape {
+  std::size_t r_rows, s_rows;
+  int payload_bytes;
+};
+
+/// One engine per GPU count for the whole suite (making one takes the GPUs' memory, a second or so),
+/// freed before CUDA and NCCL tear down at exit.
+class Engines : public ::testing::Environment {
+ public:
+  void TearDown() override { engines.clear(); }
+  std::map<int, std::unique_ptr<Engine>> engines;
+};
+Engines* const engines_env = static_cast<Engines*>(::testing::AddGlobalTestEnvironment(new Engines));
+
+Engine& engine_for(int gpus) {
+  auto& e = engines_env->engines[gpus];
+  if (!e) {
+    JoinOptions options;
+    options.gpus = gpus;
+    e = std::make_unique<Engine>(options);
+  }
+  return *e;
+}
+
+/// Joins copies of R and S with the co-partitioned flow on g GPUs and checks everything it promises.
+template <class Key>
+void check_copart(const Relation& r, const Relation& s, int gpus, OutputMode output, Exchange exchange = Exchange::CopyEngines) {
+  Relation rc = copy_of(r), sc = copy_of(s);
+  JoinOptions options;
+  options.gpus = gpus;
+  options.strategy = JoinStrategy::CoPartitioned;
+  options.output = output;
+  options.exchange = exchange;
+  const JoinResult result = engine_for(gpus).join(rc.view(), sc.view(), options);
+  EXPECT_EQ(result.strategy, JoinStrategy::CoPartitioned) << result.strategy_reason;
+  EXPECT_TRUE(same_bytes(rc.key, r.key) && same_bytes(sc.key, s.key)) << "the join modified its input keys";
+  if (r.payload) {
+    EXPECT_TRUE(same_bytes(*rc.payload, *r.payload)) << "the join modified R's payload";
+  }
+  if (s.payload) {
+    EXPECT_TRUE(same_bytes(*sc.payload, *s.payload)) << "the join modified S's payload";
+  }
+  const std::vector<Tuple> expected = reference_tuples(r, s);
+  EXPECT_EQ(result.count, expected.size());
+  if (output != OutputMode::Materialize) return;
+  ASSERT_EQ(result.key.size(), static_cast<std::int64_t>(expected.size()));
+  EXPECT_EQ(result.r_payload.size(), r.payload ? result.key.size() : 0);
+  EXPECT_EQ(result.s_payload.size(), s.payload ? result.key.size() : 0);
+  expect_key_order<Key>(result.key);
+  EXPECT_TRUE(result_tuples(result) == expected) << "the output tuples differ from the reference";
+}
+
+template <class Key>
+void run_case(const KeyMaker<Key>& make, Shape shape, const std::string& name) {
+  const std::uint64_t seed = announce_seed();
+  for (int g = 1; g <= 2; ++g) {
+    if (gpu_count() < g) continue;
+    std::mt19937_64 rng(seed + g);
+    const Relation r = relation_of(make(rng, shape.r_rows, false), shape.payload_bytes, 0);
+    const Relation s = relation_of(make(rng, shape.s_rows, true), shape.payload_bytes, 1u << 30);
+    for (const OutputMode out : {OutputMode::Count, OutputMode::Materialize}) {
+      SCOPED_TRACE(name + ", g = " + std::to_string(g) + (out == OutputMode::Count ? ", count" : ", materialize"));
+      check_copart<Key>(r, s, g, out);
+    }
+  }
+}
+
+template <class Key>
+Key uniform_key(std::mt19937_64& rng, Key lo = std::numeric_limits<Key>::min(), Key hi = std::numeric_limits<Key>::max()) {
+  return std::uniform_int_distribution<Key>(lo, hi)(rng);
+}
+
+template <class Key>
+KeyMaker<Key> uniform_in(Key lo, Key hi) {
+  return [=](std::mt19937_64& rng, std::size_t n, bool) {
+    std::vector<Key> k(n);
+    for (auto& x : k) x = uniform_key<Key>(rng, lo, hi);
+    return k;
+  };
+}
+
+template <class Key>
+KeyMaker<Key> full_range() {
+  return uniform_in<Key>(std::numeric_limits<Key>::min(), std::numeric_limits<Key>::max());
+}
+
+template <class Key>
+class CopartFlow : public ::testing::Test {
+ protected:
+  void SetUp() override { MGJOIN_REQUIRE_GPUS(1); }
+};
+using KeyTypes = ::testing::Types<std::int32_t, std::uint32_t, std::int64_t, std::uint64_t>;
+TYPED_TEST_SUITE(CopartFlow, KeyTypes);
+
+TYPED_TEST(CopartFlow, RandomKeysSizesNotDivisibleByG) {
+  using Key = TypeParam;
+  run_case<Key>(full_range<Key>(), {300'001, 400'003, 8}, "uniform, 8-byte payloads");
+  run_case<Key>(uniform_in<Key>(0, 999), {50'001, 70'003, 4}, "small domain, m:n");
+  run_case<Key>(full_range<Key>(), {100'001, 99'999, 0}, "uniform, key only");
+}
+
+TYPED_TEST(CopartFlow, AllKeysEqual) {
+  using Key = TypeParam;
+  run_case<Key>(uniform_in<Key>(7, 7), {2000, 3001, 8}, "all keys equal");
+}
+
+TYPED_TEST(CopartFlow, HotKeyHoldsHalfOfS) {
+  using Key = TypeParam;
+  const KeyMaker<Key> hot_s = [](std::mt19937_64& rng, std::size_t n, bool is_s) {
+    std::vector<Key> k(n);
+    for (std::size_t i = 0; i < n; ++i) k[i] = uniform_key<Key>(rng);
+    // Mid-range, so that at g = 2 it falls across the boundary, and in R three times.
+    const Key hot = std::is_signed_v<Key> ? Key{0} : Key(std::numeric_limits<Key>::max() / 2);
+    for (std::size_t i = 0; i < n; i += is_s ? 2 : n / 3 + 1) k[i] = hot;
+    return k;
+  };
+  run_case<Key>(hot_s, {200'000, 200'001, 8}, "hot key in half of S");
+  const KeyMaker<Key> hot_r = [&](std::mt19937_64& rng, std::size_t n, bool is_s) { return hot_s(rng, n, !is_s); };
+  run_case<Key>(hot_r, {200'001, 100'000, 4}, "hot key in half of R");
+}
+
+TYPED_TEST(CopartFlow, KeysSharingTheirTopBits) {
+  using Key = TypeParam;
+  const Key base = sizeof(Key) == 8 ? Key(Key(1) << 40) : Key(1 << 30);
+  run_case<Key>(uniform_in<Key>(base, Key(base + (sizeof(Key) == 8 ? 65535 : 1023))), {30'000, 30'001, 8},
+                "shared top bits");
+}
+
+TYPED_TEST(CopartFlow, SortedAndReverseInputs) {
+  using Key = TypeParam;
+  const KeyMaker<Key> ordered = [](std::mt19937_64& rng, std::size_t n, bool is_s) {
+    std::vector<Key> k(n);
+    for (auto& x : k) x = uniform_key<Key>(rng, Key(0), Key(100'000));
+    if (is_s)
+      std::sort(k.rbegin(), k.rend());
+    else
+      std::sort(k.begin(), k.end());
+    return k;
+  };
+  run_case<Key>(ordered, {120'000, 130'001, 8}, "R sorted, S reverse-sorted");
+}
+
+TYPED_TEST(CopartFlow, SignedAndUnsignedExtremes) {
+  using Key = TypeParam;
+  const KeyMaker<Key> extremes = [](std::mt19937_64& rng, std::size_t n, bool) {
+    const Key special[] = {std::numeric_limits<Key>::min(), std::numeric_limits<Key>::max(), Key(0), Key(-1), Key(1)};
+    std::vector<Key> k(n);
+    for (auto& x : k) x = rng() % 3 ? special[rng() % 5] : uniform_key<Key>(rng);
+    return k;
+  };
+  run_case<Key>(extremes, {5'001, 7'003, 8}, "extremes");
+}
+
+TYPED_TEST(CopartFlow, EmptyAndOneRowRelations) {
+  using Key = TypeParam;
+  const auto fixed = [](std::vector<Key> r, std::vector<Key> s) {
+    return KeyMaker<Key>([=](std::mt19937_64&, std::size_t, bool is_s) { return is_s ? s : r; });
+  };
+  run_case<Key>(fixed({}, {}), {0, 0, 8}, "both empty");
+  run_case<Key>(fixed({}, {1, 2}), {0, 0, 8}, "R empty");
+  run_case<Key>(fixed({1, 2}, {}), {0, 0, 8}, "S empty");
+  run_case<Key>(fixed({5}, {5}), {0, 0, 8}, "one row each, matching");
+  run_case<Key>(fixed({5}, {6}), {0, 0, 8}, "one row each, not matching");
+}
+
+TEST(CopartFlowWorkloads, ZipfAndHotKeyAgainstReference) {
+  MGJOIN_REQUIRE_GPUS(1);
+  const std::uint64_t seed = announce_seed();
+  for (const double zipf : {0.0, 1.0})
+    for (const double hot : {0.0, 0.5}) {
+      WorkloadSpec spec{.workload = Workload::B, .scale = 1e-3, .zipf = zipf, .seed = seed};
+      spec.hot_key = hot;
+      const GeneratedWorkload w = generate_workload(spec);
+      for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
+        SCOPED_TRACE("zipf " + std::to_string(zipf) + ", hot " + std::to_string(hot) + ", g = " + std::to_string(g));
+        check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize);
+      }
+    }
+  const GeneratedWorkload a = generate_workload({.workload = Workload::A, .scale = 1e-2, .seed = seed});
+  for (int g = 1; g <= std::min(2, gpu_count()); ++g) check_copart<std::uint32_t>(a.r, a.s, g, OutputMode::Count);
+}
+
+TEST(CopartFlowWorkloads, NcclExchange) {
+  MGJOIN_REQUIRE_GPUS(2);
+  const std::uint64_t seed = announce_seed();
+  WorkloadSpec spec{.workload = Workload::B, .scale = 1e-3, .zipf = 1, .seed = seed};
+  spec.hot_key = 0.3;
+  const GeneratedWorkload w = generate_workload(spec);
+  check_copart<std::uint64_t>(w.r, w.s, 2, OutputMode::Materialize, Exchange::Nccl);
+}
+
+/// More rows than a small window: the output goes out in several windows and several partitions.
+TEST(CopartFlowWorkloads, OutputLargerThanOneWindow) {
+  MGJOIN_REQUIRE_GPUS(1);
+  const std::uint64_t seed = announce_seed();
+  const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 1.2e-2, .seed = seed});
+  for (int g = 1; g <= std::min(2, gpu_count()); ++g) check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize);
+}
+
+TEST(CopartPlanner, AutoPicksTheFlowAndSaysWhy) {
+  MGJOIN_REQUIRE_GPUS(1);
+  const std::uint64_t seed = announce_seed();
+  const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 1e-4, .seed = seed});
+  const std::uint64_t expected = reference_tuples(w.r, w.s).size();
+  const auto run = [&](JoinStrategy strategy, OutputMode output, std::uint64_t limit = 0) {
+    Relation r = copy_of(w.r), s = copy_of(w.s);
+    JoinOptions options;
+    options.gpus = 1;
+    options.strategy = strategy;
+    options.output = output;
+    options.gpu_memory_limit = limit;
+    return join(r.view(), s.view(), options);
+  };
+  const JoinResult in_core = run(JoinStrategy::Auto, OutputMode::Count);
+  EXPECT_EQ(in_core.strategy, JoinStrategy::CoPartitioned);
+  EXPECT_NE(in_core.strategy_reason.find("in core"), std::string::npos) << in_core.strategy_reason;
+  EXPECT_EQ(in_core.count, expected);
+  const JoinResult ranges = run(JoinStrategy::Auto, OutputMode::Ranges);
+  EXPECT_EQ(ranges.strategy, JoinStrategy::Paper);
+  EXPECT_EQ(ranges.count, expected);
+  EXPECT_THROW(run(JoinStrategy::CoPartitioned, OutputMode::Ranges), InputError);
+  const JoinResult paper = run(JoinStrategy::Paper, OutputMode::Count);
+  EXPECT_EQ(paper.strategy, JoinStrategy::Paper);
+  EXPECT_EQ(paper.count, expected);
+}
+
+TEST(CopartPlanner, TooLargeForTheGpusTakesThePaperFlow) {
+  MGJOIN_REQUIRE_GPUS(1);
+  const std::uint64_t seed = announce_seed();
+  const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 2e-2, .seed = seed});
+  const std::uint64_t limit = 256ull << 20;  // 2·10^7 16-byte tuples per relation do not fit
+  JoinOptions options;
+  options.gpus = 1;
+  options.gpu_memory_limit = limit;
+  options.output = OutputMode::Count;
+  Relation r = copy_of(w.r), s = copy_of(w.s);
+  const JoinResult result = join(r.view(), s.view(), options);
+  EXPECT_EQ(result.strategy, JoinStrategy::Paper);
+  EXPECT_NE(result.strategy_reason.find("not in core"), std::string::npos) << result.strategy_reason;
+  EXPECT_EQ(result.count, static_cast<std::uint64_t>(w.s.size()));  // selectivity 1: every S row matches once
+  options.strategy = JoinStrategy::CoPartitioned;
+  Relation r2 = copy_of(w.r), s2 = copy_of(w.s);
+  EXPECT_THROW(join(r2.view(), s2.view(), options), InputError);
+}
+
+}  // namespace
+}  // namespace mgjoin::test
