@@ -106,7 +106,8 @@ void run_tune(const TuneArgs& a) {
 
   topology::TuneOptions opt;
   if (a.join_scale > 0) progress("timing joins of workload B at scale " + std::to_string(a.join_scale) +
-                                  " on the best candidate sets, radix and merge");
+                                  " on the best candidate sets: paper flow (radix and merge sorts), then the"
+                                  " co-partitioned flow");
   opt.time_join = join_timer(a.join_scale);
   opt.progress = progress;
   auto tuning = topology::make_tuning(t, measured, opt);

@@ -38,7 +38,7 @@ namespace {
 JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
   JoinResult result = detail::cpu_join(r, s, options);
   result.strategy = JoinStrategy::Paper;
-  result.strategy_reason = "CPU path: no GPUs";
+  result.strategy_reason = "CPU path (no GPUs asked for, or none on this machine)";
   return result;
 }
 }  // namespace

@@ -3,9 +3,12 @@
 
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
 
 namespace mgjoin {
@@ -46,12 +49,73 @@ void* allocate_pageable(std::size_t bytes) {
   return p;
 }
 
+/// Pinned blocks freed by columns, kept for the next pinned allocation (types.hpp says why). A block
+/// serves a request of at least half its size, so a small column does not hold a large block.
+class PinnedCache {
+ public:
+  /// The process's cache; never destroyed, so no block is freed after CUDA has shut down at exit.
+  static PinnedCache& instance() {
+    static PinnedCache* cache = new PinnedCache(limit_from_environment());
+    return *cache;
+  }
+
+  /// A cached block of at least `bytes` (its size in *size), or nullptr.
+  void* take(std::size_t bytes, std::size_t* size) {
+    const std::lock_guard lock(mutex_);
+    const auto it = blocks_.lower_bound(bytes);
+    if (it == blocks_.end() || it->first / 2 > bytes) return nullptr;
+    void* p = it->second;
+    *size = it->first;
+    cached_ -= it->first;
+    blocks_.erase(it);
+    return p;
+  }
+
+  void give(void* p, std::size_t bytes) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (cached_ + bytes <= limit_) {
+        blocks_.emplace(bytes, p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    cudaFreeHost(p);
+  }
+
+ private:
+  explicit PinnedCache(std::size_t limit) : limit_(limit) {}
+
+  static std::size_t limit_from_environment() {
+    if (const char* v = std::getenv("MGJOIN_PINNED_CACHE_BYTES")) return std::strtoull(v, nullptr, 10);
+    return static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / 4;
+  }
+
+  std::mutex mutex_;
+  std::multimap<std::size_t, void*> blocks_;
+  std::size_t cached_ = 0;
+  std::size_t limit_;
+};
+
+/// A pinned block of at least `bytes` (its size in *size): from the cache, else newly pinned; nullptr
+/// where CUDA has no driver or device (the CPU path).
+void* allocate_pinned(std::size_t bytes, std::size_t* size) {
+  if (void* p = PinnedCache::instance().take(bytes, size)) return p;
+  void* p = nullptr;
+  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  *size = bytes;
+  return p;
+}
+
 }  // namespace
 
 void HostColumn::Free::operator()(void* p) const {
   if (!p) return;
   if (kind == MemoryKind::Pinned)
-    cudaFreeHost(p);
+    PinnedCache::instance().give(p, bytes);
   else
     std::free(p);
 }
@@ -61,17 +125,13 @@ HostColumn HostColumn::allocate(DType type, std::int64_t size, MemoryKind kind) 
   HostColumn c;
   c.type_ = type;
   c.size_ = size;
-  const std::size_t bytes = std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
-  void* p = nullptr;
-  if (kind == MemoryKind::Pinned && cudaMallocHost(&p, bytes) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: pageable memory serves the CPU path
-    p = nullptr;
-    kind = MemoryKind::Pageable;
-  }
+  std::size_t bytes = std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
+  void* p = kind == MemoryKind::Pinned ? allocate_pinned(bytes, &bytes) : nullptr;
+  if (!p) kind = MemoryKind::Pageable;  // no driver or no device: pageable memory serves the CPU path
   if (!p) p = allocate_pageable(bytes);
   if (!p) throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
   c.kind_ = kind;
-  c.data_ = std::unique_ptr<void, Free>(p, Free{kind});
+  c.data_ = std::unique_ptr<void, Free>(p, Free{kind, bytes});
   return c;
 }
 

@@ -51,7 +51,10 @@ struct RelationView {
   std::int64_t size() const { return key.size; }
 };
 
-/// Where an owning host column lives. Pinned memory is page-locked for fast DMA to GPUs.
+/// Where an owning host column lives. Pinned memory is page-locked for fast DMA to GPUs. Pinning costs
+/// about a second per ten gigabytes (the driver locks every page), so pinned blocks freed by columns
+/// are kept for the next pinned allocation of a similar size, up to MGJOIN_PINNED_CACHE_BYTES in all
+/// (environment; default a quarter of physical memory, 0 = keep none).
 enum class MemoryKind : std::uint8_t { Pageable, Pinned };
 
 /// Owning column in host memory (pageable or pinned), 64-byte aligned.
@@ -78,9 +81,10 @@ class HostColumn {
  private:
   struct Free {
     MemoryKind kind;
+    std::size_t bytes;  ///< as allocated: pinned blocks go back to the pinned cache with their size
     void operator()(void* p) const;
   };
-  std::unique_ptr<void, Free> data_{nullptr, Free{MemoryKind::Pageable}};
+  std::unique_ptr<void, Free> data_{nullptr, Free{MemoryKind::Pageable, 0}};
   std::int64_t size_ = 0;
   DType type_ = DType::UInt64;
   MemoryKind kind_ = MemoryKind::Pageable;

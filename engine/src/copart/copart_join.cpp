@@ -506,9 +506,11 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   const RelationView& r = relation(Side::R);
   const RelationView& s = relation(Side::S);
   const auto rows = static_cast<std::int64_t>(total);
-  result.key = HostColumn::allocate(r.key.type, rows);
-  if (plan_.r.payload_bytes) result.r_payload = HostColumn::allocate(r.payload->type, rows);
-  if (plan_.s.payload_bytes) result.s_payload = HostColumn::allocate(s.payload->type, rows);
+  // Pinned result columns (from the pinned cache after the first join) take the windows straight
+  // from the GPUs; pageable ones (no pinned memory to be had) go through the pinned staging.
+  result.key = HostColumn::allocate(r.key.type, rows, MemoryKind::Pinned);
+  if (plan_.r.payload_bytes) result.r_payload = HostColumn::allocate(r.payload->type, rows, MemoryKind::Pinned);
+  if (plan_.s.payload_bytes) result.s_payload = HostColumn::allocate(s.payload->type, rows, MemoryKind::Pinned);
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(g_);
   for (int d = 0; d < g_; ++d)
@@ -541,9 +543,16 @@ void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::
   const auto round_up = [](std::uint64_t bytes) { return (bytes + 255) / 256 * 256; };
   const std::uint64_t at_r = round_up(window * kb), at_s = at_r + round_up(window * rb);
   const std::uint64_t window_bytes = at_s + round_up(window * sb);
+  const auto pinned = [](const HostColumn& c) { return c.size() == 0 || c.memory_kind() == MemoryKind::Pinned; };
+  const bool direct = pinned(result.key) && pinned(result.r_payload) && pinned(result.s_payload);
   DeviceBuffer device_out[2] = {DeviceBuffer(*gpu.memory, window_bytes), DeviceBuffer(*gpu.memory, window_bytes)};
-  PinnedBuffer staging[2] = {PinnedBuffer(*gpu.pinned, window_bytes), PinnedBuffer(*gpu.pinned, window_bytes)};
+  PinnedBuffer staging[2];
+  if (!direct)
+    for (auto& st : staging) st = PinnedBuffer(*gpu.pinned, window_bytes);
+  p2p::Event written[2] = {p2p::Event(gpu.device, false), p2p::Event(gpu.device, false)};
   p2p::Event copied[2] = {p2p::Event(gpu.device, false), p2p::Event(gpu.device, false)};
+  std::byte* result_columns[3] = {result.key.as<std::byte>(), rb ? result.r_payload.as<std::byte>() : nullptr,
+                                  sb ? result.s_payload.as<std::byte>() : nullptr};
   const Side x = plan_.probe == Side::S ? Side::R : Side::S;
   const Partition& px = gpu.partition[static_cast<int>(x)];
   const Partition& py = gpu.partition[static_cast<int>(plan_.probe)];
@@ -570,15 +579,26 @@ void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::
     a.out_s_payload = sb ? out + at_s : nullptr;
     a.r_payload_bytes = rb;
     a.s_payload_bytes = sb;
+    // The window's buffer is free once its previous copy out is done; the copy out runs on its own
+    // stream, so that the next window is written while this one crosses PCIe.
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, copied[b], 0));
     write_output_window(a, gpu.work);
-    for (const auto& [at, w] : {std::pair{std::uint64_t{0}, kb}, std::pair{at_r, rb}, std::pair{at_s, sb}})
-      if (w) MGJOIN_CUDA_TRY(cudaMemcpyAsync(staging[b].data() + at, out + at, n * w, cudaMemcpyDeviceToHost, gpu.work));
-    copied[b].record(gpu.work);
+    written[b].record(gpu.work);
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, written[b], 0));
+    const std::pair<std::uint64_t, int> columns[3] = {{0, kb}, {at_r, rb}, {at_s, sb}};
+    for (int c = 0; c < 3; ++c) {
+      const auto [at, w] = columns[c];
+      if (w == 0) continue;
+      std::byte* to = direct ? result_columns[c] + (base + o0) * w : staging[b].data() + at;
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(to, out + at, n * w, cudaMemcpyDeviceToHost, gpu.part));
+    }
+    copied[b].record(gpu.part);
   };
   auto drain = [&](std::uint64_t w) {
     const int b = static_cast<int>(w % 2);
     const std::uint64_t o0 = w * window, n = std::min(total, o0 + window) - o0;
     copied[b].synchronize();
+    if (direct) return;
     const std::byte* in = staging[b].data();
     const std::uint64_t row = base + o0;
     const ByteCopy copies[] = {{result.key.as<std::byte>() + row * kb, in, n * kb},
