@@ -2,7 +2,7 @@
 // phases that calls the CUDA allocation functions (tests/alloc/no_raw_cuda_alloc_test.cpp keeps it so).
 #include "alloc/backings.hpp"
 
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -20,7 +20,7 @@ std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to *
   const std::string what = "cannot create the " + name + " of " + std::to_string(capacity) + " bytes: " +
                            cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
   if (err == cudaErrorMemoryAllocation) throw OutOfMemory(what);
-  throw CudaError(what);
+  throw CudaError(what, err);
 }
 
 }  // namespace
@@ -49,7 +49,7 @@ PinnedHostBacking::~PinnedHostBacking() {
 
 DeviceBacking::DeviceBacking(int device, std::size_t capacity) : device_(device), capacity_(capacity) {
   if (capacity_ == 0) return;
-  p2p::DeviceGuard guard(device_);
+  gpu::DeviceGuard guard(device_);
   void* p = nullptr;
   if (const cudaError_t err = cudaMalloc(&p, capacity_); err != cudaSuccess)
     throw_backing_failure(name(), capacity_, err);

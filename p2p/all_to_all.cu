@@ -1,8 +1,10 @@
 // All-to-all bucket exchange over copy engines or NCCL (paper, Section 3.1.2).
 #include "p2p/all_to_all.hpp"
 
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 #include "p2p/nccl_comms.hpp"
+
+#include "p2p/nccl_error.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -14,7 +16,7 @@ void all_to_all_copy_engines(std::span<const PeerCopy> copies, std::span<const i
   MGJOIN_EXPECTS(lanes.size() == g * g, "all_to_all_copy_engines needs one lane per (destination, source)");
   for (const auto& c : copies) {
     if (c.bytes == 0) continue;
-    DeviceGuard guard(devices[c.dst]);
+    gpu::DeviceGuard guard(devices[c.dst]);
     const cudaStream_t lane = lanes[static_cast<std::size_t>(c.dst) * g + static_cast<std::size_t>(c.src)];
     if (c.src == c.dst) {
       MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDeviceToDevice, lane));
@@ -28,7 +30,7 @@ void all_to_all_nccl(std::span<const PeerCopy> copies, const NcclComms& comms, s
   const auto devices = comms.devices();
   for (const auto& c : copies) {  // local moves first, outside the group
     if (c.bytes == 0 || c.src != c.dst) continue;
-    DeviceGuard guard(devices[c.dst]);
+    gpu::DeviceGuard guard(devices[c.dst]);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDeviceToDevice, streams[c.dst]));
   }
   // Sends and receives of one GPU pair match in the order they are posted: both sides walk the same

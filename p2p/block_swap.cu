@@ -1,7 +1,7 @@
 // Block swap between the two sides of a merge stage (paper, Section 3.1.1): planning and P2P execution.
 #include "p2p/block_swap.hpp"
 
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -112,7 +112,7 @@ std::uint64_t issue_block_swap(const BlockSwapPlan& plan, std::span<const SwapEn
   std::uint64_t bytes_between_gpus = 0;
   for (const ChunkSwap& swap : plan.chunks) {
     const SwapEndpoint& dst = endpoints[swap.chunk];
-    DeviceGuard guard(dst.device);
+    gpu::DeviceGuard guard(dst.device);
     for (const BlockCopy& copy : swap.pieces) {
       const SwapEndpoint& src = endpoints[copy.src_chunk];
       issue_copy(copy, src, dst, key_bytes, payload_bytes);
@@ -124,7 +124,7 @@ std::uint64_t issue_block_swap(const BlockSwapPlan& plan, std::span<const SwapEn
   // enough to keep a later overwrite of a current buffer behind the peers' reads of it.
   for (const ChunkSwap& waiter : plan.chunks) {
     const SwapEndpoint& w = endpoints[waiter.chunk];
-    DeviceGuard guard(w.device);
+    gpu::DeviceGuard guard(w.device);
     for (const ChunkSwap& other : plan.chunks)
       if (other.chunk != waiter.chunk) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(w.stream, endpoints[other.chunk].copied, 0));
   }

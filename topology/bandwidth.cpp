@@ -3,7 +3,9 @@
 
 #include "topology/numa_binding.hpp"
 
-#include "p2p/device.hpp"
+#include "alloc/backings.hpp"
+#include "core/device.hpp"
+#include "p2p/peer_access.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <cstdio>
 #include <utility>
 
@@ -19,25 +22,14 @@ namespace mgjoin::topology {
 
 namespace {
 
+/// A device buffer of the measurement (alloc/ owns every CUDA allocation).
 class DeviceBuffer {
  public:
-  DeviceBuffer(int device, std::size_t bytes) : device_(device) {
-    p2p::DeviceGuard g(device);
-    MGJOIN_CUDA_TRY(cudaMalloc(&p_, bytes));
-  }
-  ~DeviceBuffer() {
-    if (p_) {
-      p2p::DeviceGuard g(device_);
-      cudaFree(p_);
-    }
-  }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), device_(o.device_) {}
-  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
-  char* data() const { return static_cast<char*>(p_); }
+  DeviceBuffer(int device, std::size_t bytes) : backing_(std::make_unique<alloc::DeviceBacking>(device, bytes)) {}
+  char* data() const { return reinterpret_cast<char*>(backing_->base()); }
 
  private:
-  void* p_ = nullptr;
-  int device_ = 0;
+  std::unique_ptr<alloc::DeviceBacking> backing_;
 };
 
 // Pinned host memory on the GPU's NUMA node (pinning touches every page, so bind first).
@@ -45,48 +37,20 @@ class PinnedBuffer {
  public:
   PinnedBuffer(const Topology& t, int gpu, std::size_t bytes) {
     ScopedGpuNumaMemory near(t, gpu);
-    MGJOIN_CUDA_TRY(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable));
+    backing_ = std::make_unique<alloc::PinnedHostBacking>(bytes);
   }
-  ~PinnedBuffer() {
-    if (p_) cudaFreeHost(p_);
-  }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  PinnedBuffer& operator=(PinnedBuffer&&) = delete;
-  char* data() const { return static_cast<char*>(p_); }
+  char* data() const { return reinterpret_cast<char*>(backing_->base()); }
 
  private:
-  void* p_ = nullptr;
+  std::unique_ptr<alloc::PinnedHostBacking> backing_;
 };
 
-// Peer access for every pair that supports it, for as long as the measurement runs; only the
-// access this object enabled is disabled again.
-class PeerAccessScope {
- public:
-  explicit PeerAccessScope(int n) {
-    for (int i = 0; i < n; ++i) {
-      for (int j = 0; j < n; ++j) {
-        int can = 0;
-        if (i == j || cudaDeviceCanAccessPeer(&can, i, j) != cudaSuccess || !can) continue;
-        p2p::DeviceGuard g(i);
-        const cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
-        if (e == cudaSuccess) enabled_.emplace_back(i, j);
-        else if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-        else MGJOIN_CUDA_TRY(e);
-      }
-    }
-  }
-  ~PeerAccessScope() {
-    for (auto [i, j] : enabled_) {
-      p2p::DeviceGuard g(i);
-      cudaDeviceDisablePeerAccess(j);
-    }
-  }
-  PeerAccessScope(const PeerAccessScope&) = delete;
-  PeerAccessScope& operator=(const PeerAccessScope&) = delete;
-
- private:
-  std::vector<std::pair<int, int>> enabled_;
-};
+/// Peer access among all n GPUs of the machine for as long as the measurement runs.
+std::vector<int> all_devices(int n) {
+  std::vector<int> ids(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) ids[static_cast<std::size_t>(i)] = i;
+  return ids;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -100,7 +64,7 @@ double gbps(double bytes, double seconds) { return seconds > 0 ? bytes / seconds
 /// of 2 x bytes (first half: source, second half: P2P destination).
 class Bench {
  public:
-  Bench(const Topology& t, const BandwidthOptions& o) : o_(o), n_(t.gpu_count()), peers_(n_) {
+  Bench(const Topology& t, const BandwidthOptions& o) : o_(o), n_(t.gpu_count()), peers_(all_devices(n_)) {
     for (int i = 0; i < n_; ++i) {
       streams_.emplace_back(i);
       host_.emplace_back(t, i, o.bytes);
@@ -111,7 +75,7 @@ class Bench {
   // Times `issue` (which enqueues copies on streams of device `d`) with events on stream `s`.
   template <class Issue>
   double seconds_on_stream(int d, Issue&& issue) {
-    p2p::Event start(d), stop(d);
+    gpu::Event start(d), stop(d);
     std::vector<double> runs;
     for (int r = 0; r < o_.warmup + o_.repeats; ++r) {
       start.record(streams_[static_cast<std::size_t>(d)]);
@@ -169,11 +133,11 @@ class Bench {
 
   const BandwidthOptions& o_;
   int n_;
-  PeerAccessScope peers_;
-  std::vector<p2p::Stream> streams_;
+  p2p::PeerAccess peers_;
+  std::vector<gpu::Stream> streams_;
   std::vector<PinnedBuffer> host_;
   std::vector<DeviceBuffer> device_;
-  std::vector<p2p::Stream> pair_streams_;
+  std::vector<gpu::Stream> pair_streams_;
 };
 
 void report(const BandwidthOptions& o, const std::string& what, double value) {

@@ -6,6 +6,8 @@
 #include "topology/log.hpp"
 #include "topology/topology.hpp"
 
+#include "core/device.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -22,14 +24,6 @@ constexpr double kPcieEfficiency = 0.88;
 // hwloc cannot measure the CPU-CPU interconnect; a conservative UPI / X-Bus figure.
 constexpr double kDefaultInterSocketGbps = 64;
 
-int cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // the "no driver / no device" error is not sticky; clear it
-    return 0;
-  }
-  return n;
-}
 
 // NVLink rate per brick and direction: NVLink 2-4 (V100, A100, H100/H200) 25 GB/s, NVLink 5 50 GB/s.
 double nvlink_gbps_per_link(int compute_major) { return compute_major >= 10 ? 50.0 : 25.0; }
@@ -156,7 +150,7 @@ Topology probe_topology() {
     t.numa_nodes = std::max(1, hwloc_get_nbobjs_by_type(m.get(), HWLOC_OBJ_NUMANODE));
   }
   t.inter_socket_gbps = t.packages > 1 ? kDefaultInterSocketGbps : 0;
-  const int n = cuda_device_count();
+  const int n = gpu::device_count();
   if (n == 0) {
     log_verbose("no CUDA GPUs found (no driver or no device)");
     return t;

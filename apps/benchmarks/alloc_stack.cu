@@ -8,7 +8,7 @@
 // whose one-time creation (its own cudaMalloc) is reported separately.
 #include "alloc/stack_allocator.hpp"
 
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -158,11 +158,11 @@ void print_json(const std::vector<Row>& rows, int gpu, int repeats) {
 
 int main(int argc, char** argv) try {
   const Options opt = parse(argc, argv);
-  if (mgjoin::p2p::device_count() <= opt.gpu) {
+  if (mgjoin::gpu::device_count() <= opt.gpu) {
     std::fprintf(stderr, "bench_alloc_stack: GPU %d not present\n", opt.gpu);
     return 1;
   }
-  mgjoin::p2p::DeviceGuard guard(opt.gpu);
+  mgjoin::gpu::DeviceGuard guard(opt.gpu);
   MGJOIN_CUDA_TRY(cudaFree(nullptr));  // create the context before timing anything
   std::vector<Row> rows;
   for (std::size_t gib : opt.sizes_gib) {

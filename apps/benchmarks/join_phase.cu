@@ -9,7 +9,7 @@
 #include "alloc/stack_set.hpp"
 #include "apps/benchmarks/pcie_rate.hpp"
 #include "engine/src/join/join_pipeline.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
@@ -260,7 +260,7 @@ nlohmann::json bench_one(const Workload& w, int g, const Options& o, HostColumn&
 int main(int argc, char** argv) try {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, even if killed
   const Options o = parse(argc, argv);
-  const int present = p2p::device_count();
+  const int present = gpu::device_count();
   if (present == 0) {
     std::fprintf(stderr, "bench_join_phase: no GPU found\n");
     return 1;

@@ -2,7 +2,7 @@
 // The PCIe rate a benchmark's floor should use: measured in the same run, since the lent machines
 // differ (DEVICE.md lists ~205 GB/s host-to-device with 4 GPUs; some hosts give ~170).
 #include "alloc/stack_allocator.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -29,10 +29,10 @@ inline double measured_copy_seconds(const std::vector<int>& devices, std::byte* 
     std::vector<double> seconds(devices.size());
     for (std::size_t g = 0; g < devices.size(); ++g)
       pool.emplace_back([&, g] {
-        p2p::DeviceGuard guard(devices[g]);
+        gpu::DeviceGuard guard(devices[g]);
         alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator> buffer(*memory[g], bytes_per_gpu);
-        p2p::Stream stream(devices[g]);
-        p2p::Event begin(devices[g]), end(devices[g]);
+        gpu::Stream stream(devices[g]);
+        gpu::Event begin(devices[g]), end(devices[g]);
         std::byte* slice = host + g * bytes_per_gpu;
         void* dst = kind == cudaMemcpyHostToDevice ? static_cast<void*>(buffer.data()) : static_cast<void*>(slice);
         const void* src = kind == cudaMemcpyHostToDevice ? static_cast<const void*>(slice) : buffer.data();

@@ -12,7 +12,7 @@
 #include "alloc/stack_set.hpp"
 #include "alloc/thrust_adapter.cuh"
 #include "pcie_rate.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <nlohmann/json.hpp>
 #include <thrust/binary_search.h>
@@ -96,7 +96,7 @@ struct ThrustJoin {
 
   /// One timed join: H2D both key columns, sort both, count. Seconds by CUDA events.
   std::pair<double, unsigned long long> run(const Key* host_r, const Key* host_s) {
-    p2p::Event begin(stack.device()), end(stack.device());
+    gpu::Event begin(stack.device()), end(stack.device());
     alloc::ThrustAllocator scratch(stack);
     const auto policy = thrust::cuda::par(scratch).on(stream);
     begin.record(stream);
@@ -138,7 +138,7 @@ template <class Key>
 int run_typed(const Args& a, GeneratedWorkload& w) {
   const auto nr = static_cast<std::uint64_t>(w.r.size()), ns = static_cast<std::uint64_t>(w.s.size());
   const std::uint64_t key_bytes = (nr + ns) * sizeof(Key);
-  p2p::DeviceGuard guard(0);
+  gpu::DeviceGuard guard(0);
   std::size_t free = 0, total = 0;
   MGJOIN_CUDA_TRY(cudaMemGetInfo(&free, &total));
   // Both columns plus Thrust's sort scratch (about the larger column again, and some).
@@ -152,7 +152,7 @@ int run_typed(const Args& a, GeneratedWorkload& w) {
   const double h2d_gbps = std::min<std::uint64_t>(ns * sizeof(Key), 1ull << 30) / floor / 1e9;
   alloc::StackBuffer<Key, alloc::DeviceStackAllocator> r(stacks[0], std::max<std::uint64_t>(nr, 1)),
       s(stacks[0], std::max<std::uint64_t>(ns, 1));
-  p2p::Stream stream(0);
+  gpu::Stream stream(0);
   ThrustJoin<Key> join{r.data(), s.data(), nr, ns, stacks[0], stream};
   std::vector<double> seconds;
   unsigned long long count = 0;
@@ -193,7 +193,7 @@ int run_typed(const Args& a, GeneratedWorkload& w) {
 int main(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
-    if (p2p::device_count() == 0) usage("no CUDA GPU found");
+    if (gpu::device_count() == 0) usage("no CUDA GPU found");
     GeneratedWorkload w = generate_workload(a.spec, MemoryKind::Pinned);
     return a.spec.workload == Workload::A ? run_typed<std::uint32_t>(a, w) : run_typed<std::uint64_t>(a, w);
   } catch (const std::exception& e) {

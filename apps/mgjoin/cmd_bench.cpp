@@ -10,10 +10,10 @@
 #include <mgjoin/generate.hpp>
 #include <mgjoin/join.hpp>
 
-#include "../benchmarks/pcie_rate.hpp"
+#include "benchmarks/pcie_rate.hpp"
 #include "alloc/stack_set.hpp"
 #include "host_merge/parallel_copy.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -267,7 +267,7 @@ void add_bench_command(CLI::App& app) {
     if (!a.json) options.progress = terminal_progress();
 
     const WorkloadShape shape = workload_shape(spec);
-    const bool use_gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && p2p::device_count() > 0;
+    const bool use_gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && gpu::device_count() > 0;
     GeneratedWorkload w = generate_workload(spec, use_gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
     const Pristine pristine(w, a.warmup + a.repeat > 1 || a.verify);
     report(a, shape, run_bench(a, options, use_gpus, w, pristine));

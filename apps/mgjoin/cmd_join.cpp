@@ -8,7 +8,7 @@
 #include <mgjoin/io.hpp>
 #include <mgjoin/join.hpp>
 
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -191,7 +191,7 @@ void run_join(const JoinArgs& args) {
   if (!args.count_only) prepare_output_directory(out_dir, "--out-dir");
 
   // Pinned host memory lets the GPUs copy at full PCIe speed; the CPU path needs none.
-  const bool gpus_used = args.engine.gpus != 0 && p2p::device_count() > 0;
+  const bool gpus_used = args.engine.gpus != 0 && gpu::device_count() > 0;
   const MemoryKind memory = gpus_used ? MemoryKind::Pinned : MemoryKind::Pageable;
   const auto t_read = Clock::now();
   Relation r = read_relation(r_src, memory);

@@ -13,7 +13,6 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/generate.hpp>
 
-#include "engine/src/sort/merge_sort.hpp"
 #include "host_merge/parallel_copy.hpp"
 
 #include <algorithm>
@@ -55,7 +54,7 @@ topology::JoinTimer join_timer(double scale) {
   }
   return [data](const std::vector<int>& set, const std::string& strategy) {
     const bool merge = strategy == "merge";
-    if (merge && !sort::merge_sort_supported(static_cast<int>(set.size()))) return std::numeric_limits<double>::infinity();
+    if (merge && !sort_strategy_supported(SortStrategy::Merge, static_cast<int>(set.size()))) return std::numeric_limits<double>::infinity();
     JoinOptions options;
     options.gpu_ids = set;
     options.sort = merge ? SortStrategy::Merge : SortStrategy::Radix;

@@ -13,7 +13,7 @@
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
 #include "host_merge/multiway_merge.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 #include "p2p/nccl_comms.hpp"
 #include "p2p/peer_access.hpp"
 #include "topology/gpu_set.hpp"
@@ -67,7 +67,7 @@ std::vector<int> explicit_gpu_set(const std::vector<int>& ids, int present) {
 std::uint64_t usable_device_bytes(const std::vector<int>& devices, std::uint64_t limit) {
   std::uint64_t tightest = ~0ull;
   for (const int d : devices) {
-    p2p::DeviceGuard guard(d);
+    gpu::DeviceGuard guard(d);
     std::size_t free = 0, total = 0;
     MGJOIN_CUDA_TRY(cudaMemGetInfo(&free, &total));
     tightest = std::min<std::uint64_t>(tightest, static_cast<std::uint64_t>(sort::kDefaultMemoryFraction * free));
@@ -216,7 +216,7 @@ struct Engine::Impl {
 };
 
 Engine::Engine(const JoinOptions& options) {
-  const int present = p2p::device_count();
+  const int present = gpu::device_count();
   MGJOIN_INPUT_EXPECTS(present > 0, "--gpus: no CUDA GPU found on this machine");
   const topology::Topology topo = topology::probe_topology();
   const std::string tuning_path = options.tuning_file.empty() ? topology::default_tuning_path() : options.tuning_file;

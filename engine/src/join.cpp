@@ -5,7 +5,8 @@
 #include <mgjoin/join.hpp>
 
 #include "engine/src/join/cpu_join.hpp"
-#include "p2p/device.hpp"
+#include "engine/src/sort/merge_sort.hpp"
+#include "core/device.hpp"
 
 #include <string>
 
@@ -34,6 +35,10 @@ const char* strategy_name(JoinStrategy s) {
   return "?";
 }
 
+bool sort_strategy_supported(SortStrategy s, int gpus) {
+  return s != SortStrategy::Merge || sort::merge_sort_supported(gpus);
+}
+
 namespace {
 JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
   JoinResult result = detail::cpu_join(r, s, options);
@@ -47,7 +52,7 @@ JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
   validate_relations(r, s);
   const bool gpus_named = options.gpus > 0 || !options.gpu_ids.empty();
   if (options.gpus == 0 && options.gpu_ids.empty()) return cpu_path(r, s, options);
-  if (p2p::device_count() == 0) {
+  if (gpu::device_count() == 0) {
     MGJOIN_INPUT_EXPECTS(!gpus_named, "--gpus: GPUs were asked for but no CUDA GPU was found on this machine");
     return cpu_path(r, s, options);  // the default (all GPUs) on a machine without any
   }

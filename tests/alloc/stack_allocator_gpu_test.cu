@@ -7,7 +7,7 @@
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <thrust/sort.h>
@@ -56,7 +56,7 @@ TEST(DeviceStackAllocator, HandsOutAlignedBlocksOfItsGpuAndKeepsTheCurrentDevice
       EXPECT_EQ(attr.device, gpu);
     }
     // The memory is usable: write a block on the GPU and read it back.
-    p2p::DeviceGuard guard(gpu);
+    gpu::DeviceGuard guard(gpu);
     MGJOIN_CUDA_TRY(cudaMemset(blocks[3], 0x5a, 1000));
     std::vector<unsigned char> back(1000);
     MGJOIN_CUDA_TRY(cudaMemcpy(back.data(), blocks[3], 1000, cudaMemcpyDeviceToHost));
@@ -104,7 +104,7 @@ TEST(PinnedStackAllocator, HandsOutAlignedPinnedHostBlocksThatEveryGpuCopiesFrom
     DeviceStackAllocator device(gpu, kMiB);
     StackBuffer<std::uint32_t, DeviceStackAllocator> d(device, 1000);
     StackBuffer<std::uint32_t, PinnedStackAllocator> back(stack, 1000);
-    p2p::Stream stream(gpu);
+    gpu::Stream stream(gpu);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(d.data(), src, 4000, cudaMemcpyHostToDevice, stream));
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(back.data(), d.data(), 4000, cudaMemcpyDeviceToHost, stream));
     stream.synchronize();
@@ -127,8 +127,8 @@ TEST(PinnedStackAllocator, MappedMemoryIsWrittenByKernelsOnEveryGpu) {
   for (int gpu = 0; gpu < test::gpu_count(); ++gpu) {
     StackBuffer<std::uint64_t, PinnedStackAllocator> out(stack, n);
     std::fill(out.begin(), out.end(), ~std::uint64_t{0});
-    p2p::Stream stream(gpu);
-    p2p::DeviceGuard guard(gpu);
+    gpu::Stream stream(gpu);
+    gpu::DeviceGuard guard(gpu);
     // Under UVA the host pointer of portable mapped memory is valid in kernels on every GPU.
     write_squares<<<(n + 255) / 256, 256, 0, stream>>>(out.data(), n, gpu);
     MGJOIN_CHECK_LAUNCH();
@@ -188,7 +188,7 @@ void expect_stable_sort_of(const Pairs& in, const std::vector<std::uint64_t>& ke
 
 // A device stack over all free memory of the GPU but kHeadroom.
 std::unique_ptr<DeviceStackAllocator> stack_over_free_memory(int gpu) {
-  p2p::DeviceGuard guard(gpu);
+  gpu::DeviceGuard guard(gpu);
   std::size_t free_bytes = 0, total = 0;
   MGJOIN_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
   return std::make_unique<DeviceStackAllocator>(gpu, free_bytes - kHeadroom);
@@ -212,8 +212,8 @@ TEST(ThrustAllocator, SortByKeyOfTenToTheEightPairsTakesAllScratchFromTheStack) 
   const Pairs& in = input_pairs();
   const int gpu = 0;
   auto stack = stack_over_free_memory(gpu);
-  p2p::Stream stream(gpu);
-  p2p::DeviceGuard guard(gpu);
+  gpu::Stream stream(gpu);
+  gpu::DeviceGuard guard(gpu);
   StackBuffer<std::uint64_t, DeviceStackAllocator> keys(*stack, kPairs), values(*stack, kPairs);
   upload(keys, in.keys, stream);
   upload(values, in.values, stream);
@@ -234,8 +234,8 @@ TEST(RunCub, RadixSortPairsOfTenToTheEightPairsTakesItsTempStorageFromTheStack) 
   const Pairs& in = input_pairs();
   const int gpu = test::gpu_count() - 1;
   auto stack = stack_over_free_memory(gpu);
-  p2p::Stream stream(gpu);
-  p2p::DeviceGuard guard(gpu);
+  gpu::Stream stream(gpu);
+  gpu::DeviceGuard guard(gpu);
   StackBuffer<std::uint64_t, DeviceStackAllocator> keys_in(*stack, kPairs), values_in(*stack, kPairs);
   StackBuffer<std::uint64_t, DeviceStackAllocator> keys_out(*stack, kPairs), values_out(*stack, kPairs);
   upload(keys_in, in.keys, stream);

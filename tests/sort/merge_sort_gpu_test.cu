@@ -7,7 +7,7 @@
 #include "alloc/stack_allocator.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 #include "p2p/peer_access.hpp"
 
 #include <gtest/gtest.h>
@@ -54,8 +54,8 @@ std::vector<Key> make_keys(Shape shape, std::int64_t n, std::mt19937_64& rng) {
 /// One GPU's share of a test chunkset: its stack, streams, events and buffers.
 struct TestGpu {
   std::unique_ptr<alloc::DeviceStackAllocator> memory;
-  p2p::Stream compute, d2h;
-  p2p::Event ready, d2h_done;
+  gpu::Stream compute, d2h;
+  gpu::Event ready, d2h_done;
   std::vector<alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>> buffers;  // keys, alt, payload, alt
 
   TestGpu(int device, std::int64_t capacity, const TupleLayout& l)
@@ -93,7 +93,7 @@ void expect_merge_sort_matches_cpu(const std::vector<int>& devices, const std::v
   for (int d = 0; d < g; ++d) {
     const RowRange rows = even_part(n, g, d);
     TestGpu& r = res.emplace_back(devices[d], std::max<std::int64_t>(rows.size(), 1), layout);
-    p2p::DeviceGuard guard(devices[d]);
+    gpu::DeviceGuard guard(devices[d]);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(r.buffer(0), keys.data() + rows.begin, rows.size() * sizeof(Key),
                                     cudaMemcpyHostToDevice, r.compute));
     if (payload_bytes > 0)
@@ -187,7 +187,7 @@ TEST(MergeSortGpu, ReportsBytesMovedBetweenGpus) {
   p2p::PeerAccess peers(devices);
   for (int d = 0; d < 2; ++d) {
     TestGpu& r = res.emplace_back(d, half, layout);
-    p2p::DeviceGuard guard(d);
+    gpu::DeviceGuard guard(d);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(r.buffer(0), keys.data() + d * half, half * 8, cudaMemcpyHostToDevice, r.compute));
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(r.buffer(2), keys.data() + d * half, half * 8, cudaMemcpyHostToDevice, r.compute));
     r.ready.record(r.compute);

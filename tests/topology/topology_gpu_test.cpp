@@ -5,7 +5,7 @@
 #include "topology/report.hpp"
 #include "topology/topology.hpp"
 
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -67,12 +67,12 @@ TEST(ProbeGpu, P2pPairsReallyCopy) {
       if (i == j || !t.link(i, j).p2p_supported) continue;
       void *src = nullptr, *dst = nullptr;
       {
-        p2p::DeviceGuard g(i);
+        gpu::DeviceGuard g(i);
         MGJOIN_CUDA_TRY(cudaMalloc(&src, n * 4));
         MGJOIN_CUDA_TRY(cudaMemcpy(src, host.data(), n * 4, cudaMemcpyHostToDevice));
       }
       {
-        p2p::DeviceGuard g(j);
+        gpu::DeviceGuard g(j);
         MGJOIN_CUDA_TRY(cudaMalloc(&dst, n * 4));
       }
       MGJOIN_CUDA_TRY(cudaMemcpyPeer(dst, j, src, i, n * 4));

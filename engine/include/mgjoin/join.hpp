@@ -87,6 +87,9 @@ struct JoinResult {
 /// "auto", "paper", "copart".
 const char* strategy_name(JoinStrategy s);
 
+/// Whether the paper flow's sort strategy `s` runs on `gpus` GPUs (the merge sort needs a power of two).
+bool sort_strategy_supported(SortStrategy s, int gpus);
+
 /// Joins R and S on key equality. The paper flow sorts the inputs in place (keys with their payloads):
 /// ranges in OutputMode::Ranges index into the sorted inputs. The co-partitioned flow leaves them
 /// untouched; the CPU path sorts them in place.

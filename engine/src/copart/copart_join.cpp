@@ -12,7 +12,7 @@
 #include "engine/src/sort/radix_partition.hpp"
 #include "host_merge/detail/streaming_store.hpp"
 #include "p2p/all_to_all.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -54,8 +54,8 @@ struct Slot {
   DeviceBuffer in_keys, in_payload, out_keys, out_payload, scratch, segments;
   PinnedBuffer segments_host;
   std::int64_t rows = 0;  ///< rows of the chunk now in it (0: unused this round)
-  p2p::Event h2d_done, part_done;
-  std::vector<p2p::Event> sent;  ///< per destination, on its lane: the copies out of this slot are done
+  gpu::Event h2d_done, part_done;
+  std::vector<gpu::Event> sent;  ///< per destination, on its lane: the copies out of this slot are done
   bool sent_recorded = false;
 };
 
@@ -63,13 +63,13 @@ struct Gpu {
   int device = 0;
   alloc::DeviceStackAllocator* memory = nullptr;
   alloc::PinnedStackAllocator* pinned = nullptr;
-  p2p::Stream h2d, part, work, xchg;
-  std::vector<p2p::Stream> lanes;  ///< per source GPU
+  gpu::Stream h2d, part, work, xchg;
+  std::vector<gpu::Stream> lanes;  ///< per source GPU
   std::array<Partition, 2> partition;
   DeviceBuffer counter;
   DeviceBuffer alt_keys, alt_payload, sort_temp;
   std::array<Slot, 2> slots;
-  p2p::Event tail_begin, sorted, joined;
+  gpu::Event tail_begin, sorted, joined;
 };
 
 class Flow {
@@ -88,7 +88,7 @@ class Flow {
   // Work may still be in flight when an error unwinds: wait for it before any buffer goes back.
   ~Flow() {
     for (const auto& gpu : gpus_) {
-      p2p::DeviceGuard guard(gpu.device);
+      gpu::DeviceGuard guard(gpu.device);
       cudaDeviceSynchronize();
     }
   }
@@ -106,7 +106,7 @@ class Flow {
   void sort_partitions(Side side) {
     for (int d = 0; d < g_; ++d) {
       Gpu& gpu = gpus_[d];
-      p2p::DeviceGuard guard(gpu.device);
+      gpu::DeviceGuard guard(gpu.device);
       wait_arrivals(gpu, side);
       if (side == Side::S) gpu.tail_begin.record(gpu.work);
       sort_partition(gpu, side);
@@ -117,7 +117,7 @@ class Flow {
   /// Waits until every input byte has arrived where it belongs.
   void wait_transfer() {
     for (auto& gpu : gpus_) {
-      p2p::DeviceGuard guard(gpu.device);
+      gpu::DeviceGuard guard(gpu.device);
       for (auto& st : {&gpu.h2d, &gpu.part, &gpu.xchg}) st->synchronize();
       for (auto& lane : gpu.lanes) lane.synchronize();
     }
@@ -128,7 +128,7 @@ class Flow {
   void release_transfer_buffers() {
     wait_transfer();
     for (auto& gpu : gpus_) {
-      p2p::DeviceGuard guard(gpu.device);
+      gpu::DeviceGuard guard(gpu.device);
       gpu.work.synchronize();
       for (auto& slot : gpu.slots) slot = Slot{};
       gpu.sort_temp.release();
@@ -141,7 +141,7 @@ class Flow {
   std::uint64_t join(std::span<const MatchArrays> arrays) {
     for (int d = 0; d < g_; ++d) {
       Gpu& gpu = gpus_[d];
-      p2p::DeviceGuard guard(gpu.device);
+      gpu::DeviceGuard guard(gpu.device);
       MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(unsigned long long), gpu.work));
       resident_join(pair(gpu), reinterpret_cast<unsigned long long*>(gpu.counter.data()),
                     arrays.empty() ? MatchArrays{} : arrays[d], gpu.work);
@@ -173,15 +173,15 @@ class Flow {
     gpu.device = ctx_.devices[d];
     gpu.memory = ctx_.device_memory[d];
     gpu.pinned = ctx_.pinned[d];
-    p2p::DeviceGuard guard(gpu.device);
-    gpu.h2d = p2p::Stream(gpu.device);
-    gpu.part = p2p::Stream(gpu.device);
-    gpu.work = p2p::Stream(gpu.device);
-    gpu.xchg = p2p::Stream(gpu.device);
+    gpu::DeviceGuard guard(gpu.device);
+    gpu.h2d = gpu::Stream(gpu.device);
+    gpu.part = gpu::Stream(gpu.device);
+    gpu.work = gpu::Stream(gpu.device);
+    gpu.xchg = gpu::Stream(gpu.device);
     for (int j = 0; j < g_; ++j) gpu.lanes.emplace_back(gpu.device);
-    gpu.tail_begin = p2p::Event(gpu.device);
-    gpu.sorted = p2p::Event(gpu.device);
-    gpu.joined = p2p::Event(gpu.device);
+    gpu.tail_begin = gpu::Event(gpu.device);
+    gpu.sorted = gpu::Event(gpu.device);
+    gpu.joined = gpu::Event(gpu.device);
     const Widths* widths[2] = {&plan_.r, &plan_.s};
     for (int side = 0; side < 2; ++side) {
       Partition& p = gpu.partition[side];
@@ -223,8 +223,8 @@ class Flow {
     slot.scratch = DeviceBuffer(*gpu.memory, partition_scratch_bytes(chunk, g_));
     slot.segments = DeviceBuffer(*gpu.memory, (g_ + 1) * sizeof(std::uint64_t));
     slot.segments_host = PinnedBuffer(*gpu.pinned, (g_ + 1) * sizeof(std::uint64_t));
-    slot.h2d_done = p2p::Event(gpu.device, false);
-    slot.part_done = p2p::Event(gpu.device, false);
+    slot.h2d_done = gpu::Event(gpu.device, false);
+    slot.part_done = gpu::Event(gpu.device, false);
     for (int d = 0; d < g_; ++d) slot.sent.emplace_back(ctx_.devices[d], false);
   }
 
@@ -242,7 +242,7 @@ class Flow {
     Partition& p = gpu.partition[static_cast<int>(side)];
     const std::int64_t n = relation(side).size();
     MGJOIN_EXPECTS(n <= p.capacity, "one GPU's partition is the whole relation");
-    p2p::DeviceGuard guard(gpu.device);
+    gpu::DeviceGuard guard(gpu.device);
     const Widths& w = widths(side);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.keys.data(), relation(side).key.data, n * w.key_bytes, cudaMemcpyHostToDevice, gpu.h2d));
     if (w.payload_bytes)
@@ -275,7 +275,7 @@ class Flow {
   void start_chunk(Gpu& gpu, Slot& slot, Side side, std::int64_t first, std::int64_t rows) {
     slot.rows = rows;
     if (rows == 0) return;
-    p2p::DeviceGuard guard(gpu.device);
+    gpu::DeviceGuard guard(gpu.device);
     const Widths& w = widths(side);
     // The slot's input is free once its last partition has read it; its output once sent.
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.h2d, slot.part_done, 0));
@@ -344,7 +344,7 @@ class Flow {
     for (int j = 0; j < g_; ++j) {
       if (gpus_[j].slots[b].rows == 0) continue;
       for (int d = 0; d < g_; ++d) {
-        p2p::DeviceGuard guard(gpus_[d].device);
+        gpu::DeviceGuard guard(gpus_[d].device);
         MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus_[d].lanes[j], gpus_[j].slots[b].part_done, 0));
       }
     }
@@ -353,7 +353,7 @@ class Flow {
       Slot& slot = gpus_[j].slots[b];
       if (slot.rows == 0) continue;
       for (int d = 0; d < g_; ++d) {
-        p2p::DeviceGuard guard(gpus_[d].device);
+        gpu::DeviceGuard guard(gpus_[d].device);
         slot.sent[d].record(gpus_[d].lanes[j]);
       }
       slot.sent_recorded = true;
@@ -365,7 +365,7 @@ class Flow {
     std::vector<cudaStream_t> streams;
     for (int j = 0; j < g_; ++j) {
       streams.push_back(gpus_[j].xchg);
-      p2p::DeviceGuard guard(gpus_[j].device);
+      gpu::DeviceGuard guard(gpus_[j].device);
       if (gpus_[j].slots[b].rows) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus_[j].xchg, gpus_[j].slots[b].part_done, 0));
     }
     p2p::all_to_all_nccl(copies, *ctx_.comms, streams);
@@ -375,7 +375,7 @@ class Flow {
       Slot& slot = gpus_[j].slots[b];
       if (slot.rows == 0) continue;
       for (int d = 0; d < g_; ++d) {
-        p2p::DeviceGuard guard(gpus_[d].device);
+        gpu::DeviceGuard guard(gpus_[d].device);
         slot.sent[d].record(gpus_[d].xchg);
       }
       slot.sent_recorded = true;
@@ -385,17 +385,17 @@ class Flow {
   /// The work stream waits for every copy into this GPU issued so far.
   void wait_arrivals(Gpu& gpu, Side side) {
     if (g_ == 1) {
-      p2p::Event arrived(gpu.device, false);
+      gpu::Event arrived(gpu.device, false);
       arrived.record(gpu.h2d);
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
       flip_keys(widths(side).key_bytes, gpu.partition[static_cast<int>(side)].keys.data(),
                 gpu.partition[static_cast<int>(side)].rows, key_xor_, gpu.work);
       return;
     }
-    std::vector<const p2p::Stream*> inbound{&gpu.xchg};
+    std::vector<const gpu::Stream*> inbound{&gpu.xchg};
     for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
-    for (const p2p::Stream* s : inbound) {
-      p2p::Event arrived(gpu.device, false);
+    for (const gpu::Stream* s : inbound) {
+      gpu::Event arrived(gpu.device, false);
       arrived.record(*s);
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
     }
@@ -421,7 +421,7 @@ class Flow {
   }
 
   std::uint64_t read_counter(Gpu& gpu) {
-    p2p::DeviceGuard guard(gpu.device);
+    gpu::DeviceGuard guard(gpu.device);
     unsigned long long count = 0;
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(&count, gpu.counter.data(), sizeof count, cudaMemcpyDeviceToHost, gpu.work));
     gpu.work.synchronize();
@@ -480,7 +480,7 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   std::vector<MatchArrays> views(g_);
   for (int d = 0; d < g_; ++d) {
     Gpu& gpu = gpus_[d];
-    p2p::DeviceGuard guard(gpu.device);
+    gpu::DeviceGuard guard(gpu.device);
     const auto ny = static_cast<std::uint64_t>(gpu.partition[static_cast<int>(plan_.probe)].rows);
     OutputArrays& a = arrays[d];
     a.matches = DeviceBuffer(*gpu.memory, (ny + 1) * sizeof(std::uint64_t));
@@ -494,7 +494,7 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   std::uint64_t total = 0;
   for (int d = 0; d < g_; ++d) {
     Gpu& gpu = gpus_[d];
-    p2p::DeviceGuard guard(gpu.device);
+    gpu::DeviceGuard guard(gpu.device);
     const auto ny = static_cast<std::uint64_t>(gpu.partition[static_cast<int>(plan_.probe)].rows);
     exclusive_scan(views[d].matches, reinterpret_cast<std::uint64_t*>(arrays[d].offsets.data()), ny + 1,
                    arrays[d].scan_temp.data(), arrays[d].scan_temp.size(), gpu.work);
@@ -535,7 +535,7 @@ void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::
                          std::uint64_t total, JoinResult& result) {
   (void)d;
   if (total == 0) return;
-  p2p::DeviceGuard guard(gpu.device);
+  gpu::DeviceGuard guard(gpu.device);
   const int kb = plan_.r.key_bytes, rb = plan_.r.payload_bytes, sb = plan_.s.payload_bytes;
   const std::uint64_t window = plan_.window_rows;
   // Each window holds its three columns at fixed, 256-byte aligned offsets (an 8-byte payload column
@@ -549,8 +549,8 @@ void Flow::write_windows(Gpu& gpu, int d, const MatchArrays& arrays, const std::
   PinnedBuffer staging[2];
   if (!direct)
     for (auto& st : staging) st = PinnedBuffer(*gpu.pinned, window_bytes);
-  p2p::Event written[2] = {p2p::Event(gpu.device, false), p2p::Event(gpu.device, false)};
-  p2p::Event copied[2] = {p2p::Event(gpu.device, false), p2p::Event(gpu.device, false)};
+  gpu::Event written[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
+  gpu::Event copied[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
   std::byte* result_columns[3] = {result.key.as<std::byte>(), rb ? result.r_payload.as<std::byte>() : nullptr,
                                   sb ? result.s_payload.as<std::byte>() : nullptr};
   const Side x = plan_.probe == Side::S ? Side::R : Side::S;

@@ -7,7 +7,7 @@
 #include "engine/src/join/host_parallel.hpp"
 #include "engine/src/join/join_kernel.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 #include "topology/numa_binding.hpp"
 
 #include <mgjoin/error.hpp>
@@ -78,7 +78,7 @@ class L2FetchGranularity {
 
 /// Waits for the streams before the buffers they use go back to the stack (also when unwinding).
 struct DrainStreams {
-  const std::vector<p2p::Stream>& streams;
+  const std::vector<gpu::Stream>& streams;
   ~DrainStreams() {
     for (const auto& s : streams) cudaStreamSynchronize(s);
   }
@@ -100,12 +100,12 @@ void enqueue_keys(const PairRange& p, const KeyColumns& keys, std::byte* buffer,
 }
 
 void run_gpu_pipeline(GpuJob& job, const KeyColumns& keys, bool record_timeline) {
-  p2p::DeviceGuard guard(job.device);
+  gpu::DeviceGuard guard(job.device);
   L2FetchGranularity l2;
   const std::size_t n = job.subpartitions.size();
   const int S = job.streams;
 
-  std::vector<p2p::Stream> streams;
+  std::vector<gpu::Stream> streams;
   for (int s = 0; s < S; ++s) streams.emplace_back(job.device);
   // counters[0]: the GPU's tuple count (shared by its streams); counters[1 + s]: stream s's range counter.
   alloc::StackBuffer<unsigned long long, DeviceStack> counters(*job.memory, 1 + S);
@@ -117,12 +117,12 @@ void run_gpu_pipeline(GpuJob& job, const KeyColumns& keys, bool record_timeline)
   DrainStreams drain{streams};
 
   // Every stream starts after the counters are zeroed (and the timeline's origin is recorded).
-  p2p::Event start(job.device);
+  gpu::Event start(job.device);
   MGJOIN_CUDA_TRY(cudaMemsetAsync(counters.data(), 0, counters.bytes(), streams[0]));
   start.record(streams[0]);
   for (int s = 1; s < S; ++s) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(streams[s], start, 0));
 
-  std::vector<p2p::Event> events;
+  std::vector<gpu::Event> events;
   if (record_timeline)
     for (std::size_t e = 0; e < 3 * n; ++e) events.emplace_back(job.device);
   for (std::size_t k = 0; k < n; ++k) {

@@ -6,7 +6,7 @@
 #include "engine/src/sort/pivot_search.cuh"
 #include "engine/src/sort/radix_partition.hpp"
 #include "p2p/block_swap.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -184,14 +184,14 @@ class MergeStages {
   SortedIn other(std::size_t d) const { return flipped(current_[d]); }
 
   void flip_sign(std::size_t d) {
-    p2p::DeviceGuard guard(gpus_[d].device);
+    gpu::DeviceGuard guard(gpus_[d].device);
     xor_keys(layout_.key_bytes, keys(d, current_[d]), gpus_[d].size, sign_flip_mask(layout_), gpus_[d].compute);
   }
 
   // ---- local sort: the radix strategy's CUB sort, after the chunk has arrived
   void sort_locally(std::size_t d) {
     const GpuChunk& g = gpus_[d];
-    p2p::DeviceGuard guard(g.device);
+    gpu::DeviceGuard guard(g.device);
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(g.compute, g.ready, 0));
     record_begin(g, SortPart::LocalSort, g.compute);
     flip_sign(d);
@@ -229,10 +229,10 @@ class MergeStages {
     const GpuChunk& home = gpus_[m.first];
     for (int d = m.first + 1; d < m.last; ++d) {
       {
-        p2p::DeviceGuard guard(gpus_[d].device);
+        gpu::DeviceGuard guard(gpus_[d].device);
         ready_[d].record(gpus_[d].compute);
       }
-      p2p::DeviceGuard guard(home.device);
+      gpu::DeviceGuard guard(home.device);
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(home.compute, ready_[d], 0));
     }
   }
@@ -245,7 +245,7 @@ class MergeStages {
     for (const GroupMerge& m : stage) {
       order_after_group(m);
       const GpuChunk& home = gpus_[m.first];
-      p2p::DeviceGuard guard(home.device);
+      gpu::DeviceGuard guard(home.device);
       found.emplace_back(*home.memory, 1);
       launch_pivot_search(layout_.key_bytes, side(m.first, m.mid), side(m.mid, m.last), found.back().data(),
                           home.compute);
@@ -253,7 +253,7 @@ class MergeStages {
     std::vector<std::uint64_t> pivots(stage.size());
     for (std::size_t i = 0; i < stage.size(); ++i) {
       const GpuChunk& home = gpus_[stage[i].first];
-      p2p::DeviceGuard guard(home.device);
+      gpu::DeviceGuard guard(home.device);
       MGJOIN_CUDA_TRY(cudaMemcpyAsync(&pivots[i], found[i].data(), sizeof(std::uint64_t), cudaMemcpyDeviceToHost,
                                       home.compute));
       MGJOIN_CUDA_TRY(cudaStreamSynchronize(home.compute));
@@ -278,7 +278,7 @@ class MergeStages {
       return;
     }
     const GpuChunk& g = gpus_[d];
-    p2p::DeviceGuard guard(g.device);
+    gpu::DeviceGuard guard(g.device);
     const TwoRuns runs{keys(d, other(d)), payload(d, other(d)), static_cast<std::int64_t>(swap.first_run), g.size,
                        keys(d, current_[d]), payload(d, current_[d])};
     merge_two_runs(layout_, runs, *g.memory, g.compute);
@@ -288,8 +288,8 @@ class MergeStages {
   TupleLayout layout_;
   std::vector<SortedIn> current_;
   std::vector<std::uint64_t> lengths_;
-  std::vector<p2p::Event> ready_;
-  std::vector<p2p::Event> copied_;
+  std::vector<gpu::Event> ready_;
+  std::vector<gpu::Event> copied_;
   std::uint64_t bytes_nvlink_ = 0;
 };
 
@@ -314,8 +314,8 @@ std::byte* host_rows(void* base, std::int64_t row, int width) {
 }
 
 /// GPU d's sorted chunk to rows [row, row + size) of the host columns, on its d2h stream.
-void copy_to_host(const ChunksetJob& job, const GpuChunk& g, SortedIn in, std::int64_t row, p2p::Event& sorted) {
-  p2p::DeviceGuard guard(g.device);
+void copy_to_host(const ChunksetJob& job, const GpuChunk& g, SortedIn in, std::int64_t row, gpu::Event& sorted) {
+  gpu::DeviceGuard guard(g.device);
   sorted.record(g.compute);
   MGJOIN_CUDA_TRY(cudaStreamWaitEvent(g.d2h, sorted, 0));
   record_begin(g, SortPart::D2H, g.d2h);
@@ -339,7 +339,7 @@ class MergeSorter final : public ChunksetSorter {
     std::int64_t row = 0;
     for (std::size_t d = 0; d < job.gpus.size(); ++d) {
       const GpuChunk& g = job.gpus[d];
-      p2p::Event sorted(g.device, false);  // destroying a recorded event is fine: CUDA frees it when done
+      gpu::Event sorted(g.device, false);  // destroying a recorded event is fine: CUDA frees it when done
       copy_to_host(job, g, result.sorted_in[d], row, sorted);
       row += g.size;
     }

@@ -6,7 +6,7 @@
 #include "engine/src/sort/planner.hpp"
 #include "engine/src/sort/radix_partition.hpp"
 #include "p2p/all_to_all.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 #include "p2p/nccl_comms.hpp"
 
 #include <mgjoin/error.hpp>
@@ -66,24 +66,24 @@ class RadixSorter final : public ChunksetSorter {
   void pull_in_waves(State& st, const ExchangePlan& plan);
   void sort_and_copy_back(State& st, const ExchangePlan& plan, bool overlapped);
   /// Lane (dst, src) has delivered wave w of dst's pulls from src.
-  p2p::Event& wave_done(int dst, int src, int wave) {
+  gpu::Event& wave_done(int dst, int src, int wave) {
     return wave_done_[(dst * exchanged_.size() + src) * kExchangeWaves + wave];  // g = exchanged_.size()
   }
 
   Exchange exchange_;
   const p2p::NcclComms* nccl_;
-  std::vector<p2p::Event> exchanged_;   // per GPU: its pulls are done (no timing)
-  std::vector<p2p::Event> unit_ready_;  // per GPU: last sorted unit may be copied back (no timing)
+  std::vector<gpu::Event> exchanged_;   // per GPU: its pulls are done (no timing)
+  std::vector<gpu::Event> unit_ready_;  // per GPU: last sorted unit may be copied back (no timing)
   // Copy-engine exchange: per destination GPU one lane stream per source, so all links run at once.
-  std::vector<p2p::Stream> lanes_;       // [dst * g + src]
-  std::vector<p2p::Event> lane_done_;    // [dst * g + src]
-  std::vector<p2p::Event> lanes_start_;  // per GPU: its partition is done (lanes may read and write)
-  std::vector<p2p::Event> wave_done_;    // see wave_done()
+  std::vector<gpu::Stream> lanes_;       // [dst * g + src]
+  std::vector<gpu::Event> lane_done_;    // [dst * g + src]
+  std::vector<gpu::Event> lanes_start_;  // per GPU: its partition is done (lanes may read and write)
+  std::vector<gpu::Event> wave_done_;    // see wave_done()
 };
 
 void begin_exchange_timeline(std::span<GpuChunk> gpus) {
   for (auto& c : gpus) {
-    p2p::DeviceGuard guard(c.device);
+    gpu::DeviceGuard guard(c.device);
     c.timeline->record_begin(SortPart::Exchange, c.compute);
   }
 }
@@ -133,12 +133,12 @@ void RadixSorter::ensure_events(std::span<GpuChunk> gpus) {
 void RadixSorter::start_lanes(std::span<GpuChunk> gpus) {
   const int g = static_cast<int>(gpus.size());
   for (int d = 0; d < g; ++d) {
-    p2p::DeviceGuard guard(gpus[d].device);
+    gpu::DeviceGuard guard(gpus[d].device);
     lanes_start_[d].record(gpus[d].compute);
   }
   // Lane (d, s) starts once both GPU d (its buffer is free) and GPU s (its buckets are written) are ready.
   for (int d = 0; d < g; ++d) {
-    p2p::DeviceGuard guard(gpus[d].device);
+    gpu::DeviceGuard guard(gpus[d].device);
     for (int s = 0; s < g; ++s) {
       auto& lane = lanes_[d * g + s];
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, lanes_start_[d], 0));
@@ -147,7 +147,7 @@ void RadixSorter::start_lanes(std::span<GpuChunk> gpus) {
   }
 }
 
-std::vector<cudaStream_t> lane_handles(std::span<p2p::Stream> lanes) {
+std::vector<cudaStream_t> lane_handles(std::span<gpu::Stream> lanes) {
   std::vector<cudaStream_t> handles;
   for (auto& l : lanes) handles.push_back(l.get());
   return handles;
@@ -164,7 +164,7 @@ void RadixSorter::pull_on_lanes(std::span<GpuChunk> gpus, std::span<const p2p::P
   start_lanes(gpus);
   p2p::all_to_all_copy_engines(copies, device_ids(gpus), lane_handles(lanes_));
   for (int d = 0; d < g; ++d) {
-    p2p::DeviceGuard guard(gpus[d].device);
+    gpu::DeviceGuard guard(gpus[d].device);
     for (int s = 0; s < g; ++s) {
       lane_done_[d * g + s].record(lanes_[d * g + s]);
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus[d].compute, lane_done_[d * g + s], 0));
@@ -176,7 +176,7 @@ void RadixSorter::collect_histograms(State& st, int slots) {
   const auto gpus = st.job->gpus;
   const int g = static_cast<int>(gpus.size());
   for (int d = 0; d < g; ++d) {
-    p2p::DeviceGuard guard(gpus[d].device);
+    gpu::DeviceGuard guard(gpus[d].device);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(st.host_counts[static_cast<std::size_t>(d) * g].data(),
                                     st.device_counts[d].data(), sizeof(Histogram) * slots, cudaMemcpyDeviceToHost,
                                     gpus[d].compute));
@@ -188,7 +188,7 @@ void RadixSorter::partition_top_level(State& st) {
   const auto gpus = st.job->gpus;
   const int g = static_cast<int>(gpus.size());
   for (auto& c : gpus) {
-    p2p::DeviceGuard guard(c.device);
+    gpu::DeviceGuard guard(c.device);
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.compute, c.ready, 0));
     c.timeline->record_begin(SortPart::Partition, c.compute);
     radix_partition(st.job->layout, c.keys, c.payload, c.alt_keys, c.alt_payload, c.size, st.key_bits - kRadixBits,
@@ -207,7 +207,7 @@ void RadixSorter::refine_spanning(State& st, std::span<const std::size_t> spanni
   MGJOIN_EXPECTS(static_cast<int>(spanning.size()) <= g, "at most g - 1 spanning buckets per round");
   for (int d = 0; d < g; ++d) {
     auto& c = gpus[d];
-    p2p::DeviceGuard guard(c.device);
+    gpu::DeviceGuard guard(c.device);
     std::size_t next = 0;
     std::int64_t offset = 0;  // of bucket l in this GPU's secondary buffer
     for (std::size_t l = 0; l < st.buckets.size() && next < spanning.size(); ++l) {
@@ -269,17 +269,17 @@ void RadixSorter::swap_buckets(State& st, const ExchangePlan& plan) {
     }
     // A GPU's secondary buffer becomes the local sort's second buffer: every peer must have read it first.
     for (int d = 0; d < g; ++d) {
-      p2p::DeviceGuard guard(gpus[d].device);
+      gpu::DeviceGuard guard(gpus[d].device);
       exchanged_[d].record(gpus[d].compute);
     }
     for (int d = 0; d < g; ++d) {
-      p2p::DeviceGuard guard(gpus[d].device);
+      gpu::DeviceGuard guard(gpus[d].device);
       for (int s = 0; s < g; ++s)
         if (s != d) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpus[d].compute, exchanged_[s], 0));
     }
   }
   for (auto& c : gpus) {
-    p2p::DeviceGuard guard(c.device);
+    gpu::DeviceGuard guard(c.device);
     c.timeline->record_end(SortPart::Exchange, c.compute);
   }
 }
@@ -297,14 +297,14 @@ void RadixSorter::pull_in_waves(State& st, const ExchangePlan& plan) {
   for (int w = 0; w < kExchangeWaves; ++w) {
     p2p::all_to_all_copy_engines(peer_copies(st, waves[w]), ids, lanes);
     for (int d = 0; d < g; ++d) {
-      p2p::DeviceGuard guard(gpus[d].device);
+      gpu::DeviceGuard guard(gpus[d].device);
       for (int s = 0; s < g; ++s) wave_done(d, s, w).record(lanes_[d * g + s]);
     }
   }
   // The exchange ends, for the timeline, when the last wave has arrived from every peer: recorded on
   // lane (d, d), so that the compute stream does not wait for it.
   for (int d = 0; d < g; ++d) {
-    p2p::DeviceGuard guard(gpus[d].device);
+    gpu::DeviceGuard guard(gpus[d].device);
     auto& lane = lanes_[d * g + d];
     for (int s = 0; s < g; ++s)
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane, wave_done(d, s, kExchangeWaves - 1), 0));
@@ -320,7 +320,7 @@ void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan, bool o
   std::int64_t host_row = 0;
   for (int d = 0; d < g; ++d) {
     auto& c = gpus[d];
-    p2p::DeviceGuard guard(c.device);
+    gpu::DeviceGuard guard(c.device);
     MGJOIN_EXPECTS(plan.dest_sizes[d] <= c.capacity, "bucket distribution overflows a GPU's buffer");
     // After the swap the tuples are in the primary buffer (secondary for g = 1, which skips the swap).
     // The second buffer of the sort is the spare one when overlapped: peers may still read the secondary.
@@ -393,7 +393,7 @@ void RadixSorter::sort(ChunksetJob& job) {
     distribution = distribute_buckets(st.buckets, st.key_bits, g, job.chunk_size, kEpsilon);
   }
   for (auto& c : job.gpus) {
-    p2p::DeviceGuard guard(c.device);
+    gpu::DeviceGuard guard(c.device);
     c.timeline->record_end(SortPart::Partition, c.compute);
   }
 

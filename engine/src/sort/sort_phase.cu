@@ -6,7 +6,7 @@
 #include "engine/src/sort/chunkset_sorter.hpp"
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/radix_sorter.hpp"
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -41,16 +41,16 @@ struct TupleBuffer {
 /// Streams, events and buffers of one GPU for the whole phase.
 struct GpuPipeline {
   int device;
-  p2p::Stream h2d, compute, d2h;
-  std::array<p2p::Event, 2> ready;  // H2D of the chunkset in primary[i % 2] is done
-  p2p::Event d2h_done;              // latest record: the D2H of the previous chunkset is done
+  gpu::Stream h2d, compute, d2h;
+  std::array<gpu::Event, 2> ready;  // H2D of the chunkset in primary[i % 2] is done
+  gpu::Event d2h_done;              // latest record: the D2H of the previous chunkset is done
   TupleBuffer secondary;
   // Two primaries: chunksets alternate between them (double buffering). The plan reserves both even
   // in-core, where the second is the radix sorter's spare buffer (see GpuChunk::spare_keys).
   std::array<TupleBuffer, 2> primary;
 
   GpuPipeline(int dev, alloc::DeviceStackAllocator& mem, std::int64_t capacity, const TupleLayout& l)
-      : device(dev), h2d(dev), compute(dev), d2h(dev), ready{p2p::Event(dev, false), p2p::Event(dev, false)},
+      : device(dev), h2d(dev), compute(dev), d2h(dev), ready{gpu::Event(dev, false), gpu::Event(dev, false)},
         d2h_done(dev, false), secondary(mem, capacity, l),
         primary{TupleBuffer(mem, capacity, l), TupleBuffer(mem, capacity, l)} {}
 };
@@ -60,7 +60,7 @@ class Timelines {
  public:
   PartTimeline& make(int device) {
     auto& t = timelines_.emplace_back();
-    p2p::DeviceGuard guard(device);
+    gpu::DeviceGuard guard(device);
     for (int p = 0; p < kSortParts; ++p) {
       t.begin[p] = events_.emplace_back(device).get();
       t.end[p] = events_.emplace_back(device).get();
@@ -70,7 +70,7 @@ class Timelines {
   PartTimeline& at(std::size_t i) { return timelines_[i]; }
 
  private:
-  std::deque<p2p::Event> events_;
+  std::deque<gpu::Event> events_;
   std::deque<PartTimeline> timelines_;
 };
 
@@ -91,7 +91,7 @@ void issue_h2d(const RelationView& rel, const TupleLayout& l, RowRange chunkset,
   const int g = static_cast<int>(gpus.size());
   for (int d = 0; d < g; ++d) {
     auto& p = *gpus[d];
-    p2p::DeviceGuard guard(p.device);
+    gpu::DeviceGuard guard(p.device);
     const RowRange part = even_part(chunkset.size(), g, d);
     const std::int64_t row = chunkset.begin + part.begin;
     // primary[slot] was last read by the D2H of chunkset i - 1 (the latest record of d2h_done).
@@ -142,7 +142,7 @@ SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const in
                               std::uint64_t gpu_memory_limit) {
   std::vector<std::uint64_t> free_bytes;
   for (const int d : devices) {
-    p2p::DeviceGuard guard(d);
+    gpu::DeviceGuard guard(d);
     std::size_t free = 0, total = 0;
     MGJOIN_CUDA_TRY(cudaMemGetInfo(&free, &total));
     free_bytes.push_back(free);
@@ -164,7 +164,7 @@ SortPlan plan_sort_with_memory(RelationView r, RelationView s, std::span<const i
   const TupleLayout widest{in.key_bytes, std::max(in.r_payload_bytes, in.s_payload_bytes), false};
   const int first = devices.empty() ? 0 : devices.front();
   in.sort_temp_bytes = [&](std::int64_t n) {
-    p2p::DeviceGuard guard(first);
+    gpu::DeviceGuard guard(first);
     return static_cast<std::uint64_t>(local_sort_temp_bytes(widest, n));
   };
   return plan_sort(in);
@@ -242,7 +242,7 @@ std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, cons
     std::vector<GpuChunk> chunks;
     for (int d = 0; d < g; ++d) {
       auto& p = *gpus[d];
-      p2p::DeviceGuard guard(p.device);
+      gpu::DeviceGuard guard(p.device);
       // The secondary buffer and primary[slot] may still be read by the D2H of chunkset i - 1.
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(p.compute, p.d2h_done, 0));
       GpuChunk c;

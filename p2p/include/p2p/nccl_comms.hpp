@@ -2,6 +2,8 @@
 // RAII NCCL communicators for a set of GPUs in this process (ncclCommInitAll): rank i is devices[i].
 // NVLink multicast (NVLS) is switched off before any communicator exists: on the shared GPU machines
 // it can take GPUs out of service (DEVICE.md, "Rules of the machine"). Do not remove the setenv.
+#include "p2p/nccl_error.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <nccl.h>

@@ -1,7 +1,8 @@
 #pragma once
-// Errors carry their place: every check throws with file and line, CUDA and NCCL failures name the call.
+// Errors carry their place: every check throws with file and line, CUDA failures name the call and keep
+// its cudaError_t. The ground layer (core/): every module may include it, it includes nothing of ours.
+// NCCL's checks live next to the NCCL code (p2p/nccl_error.hpp), so users of libengine need no NCCL.
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <stdexcept>
 #include <string>
@@ -20,10 +21,14 @@ class InputError : public Error {
   using Error::Error;
 };
 
-/// A CUDA runtime or NCCL call failed.
+/// A CUDA runtime or NCCL call failed. code() is the CUDA error (cudaErrorUnknown for NCCL failures).
 class CudaError : public Error {
  public:
-  using Error::Error;
+  explicit CudaError(const std::string& what, cudaError_t code = cudaErrorUnknown) : Error(what), code_(code) {}
+  cudaError_t code() const noexcept { return code_; }
+
+ private:
+  cudaError_t code_;
 };
 
 /// A stack allocator ran out of space (see alloc/stack_allocator.hpp).
@@ -38,13 +43,8 @@ inline std::string where(const char* file, int line) { return std::string(file) 
 [[noreturn]] inline void throw_cuda_error(int code, const char* call, const char* file, int line) {
   const auto err = static_cast<cudaError_t>(code);
   throw CudaError("CUDA error " + std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) +
-                  ") in " + call + " at " + where(file, line));
-}
-
-[[noreturn]] inline void throw_nccl_error(int code, const char* call, const char* file, int line) {
-  throw CudaError("NCCL error " + std::to_string(code) + " (" +
-                  ncclGetErrorString(static_cast<ncclResult_t>(code)) + ") in " + call + " at " +
-                  where(file, line));
+                      ") in " + call + " at " + where(file, line),
+                  err);
 }
 
 [[noreturn]] inline void throw_logic_error(const char* cond, const std::string& msg, const char* file,
@@ -77,11 +77,3 @@ inline std::string where(const char* file, int line) { return std::string(file) 
 
 /// Checks the last kernel launch (configuration errors) without synchronizing.
 #define MGJOIN_CHECK_LAUNCH() MGJOIN_CUDA_TRY(cudaGetLastError())
-
-/// Checks an NCCL call; throws mgjoin::CudaError naming the call, file and line.
-#define MGJOIN_NCCL_TRY(call)                                                                  \
-  do {                                                                                         \
-    const auto mgjoin_nccl_status_ = (call);                                                   \
-    if (mgjoin_nccl_status_ != 0)                                                              \
-      ::mgjoin::detail::throw_nccl_error(static_cast<int>(mgjoin_nccl_status_), #call, __FILE__, __LINE__); \
-  } while (0)

@@ -1,12 +1,12 @@
 #pragma once
-// RAII for the CUDA resources every phase uses: the current device, streams and events.
+// RAII for the CUDA resources every phase uses: the current device, streams and events (ground layer).
 #include <mgjoin/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <utility>
 
-namespace mgjoin::p2p {
+namespace mgjoin::gpu {
 
 /// Number of CUDA devices; 0 where there is no driver or no device (CI).
 inline int device_count() {
@@ -109,4 +109,4 @@ class Event {
   int device_ = 0;
 };
 
-}  // namespace mgjoin::p2p
+}  // namespace mgjoin::gpu

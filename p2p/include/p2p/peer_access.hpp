@@ -2,7 +2,7 @@
 // RAII peer access among a set of GPUs: enables direct P2P loads, stores and copy-engine transfers
 // between every pair that supports it, and disables on destruction what this object enabled.
 // Pairs without P2P support still work with cudaMemcpyPeerAsync (staged through the host, slower).
-#include "p2p/device.hpp"
+#include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -24,7 +24,7 @@ class PeerAccess {
         int can = 0;
         MGJOIN_CUDA_TRY(cudaDeviceCanAccessPeer(&can, from, to));
         if (!can) continue;
-        DeviceGuard guard(from);
+        gpu::DeviceGuard guard(from);
         const cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
         if (err == cudaErrorPeerAccessAlreadyEnabled) {
           cudaGetLastError();  // enabled by someone else: leave it to them
@@ -36,7 +36,7 @@ class PeerAccess {
   }
   ~PeerAccess() {
     for (const auto& [from, to] : enabled_) {
-      DeviceGuard guard(from);
+      gpu::DeviceGuard guard(from);
       cudaDeviceDisablePeerAccess(to);
     }
   }

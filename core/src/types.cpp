@@ -1,0 +1,32 @@
+// Names of the column types (core/'s part of <mgjoin/types.hpp>; HostColumn's memory is alloc/'s).
+#include <mgjoin/error.hpp>
+#include <mgjoin/types.hpp>
+
+#include <optional>
+#include <string_view>
+
+namespace mgjoin {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::Int32: return "int32";
+    case DType::UInt32: return "uint32";
+    case DType::Int64: return "int64";
+    case DType::UInt64: return "uint64";
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view n) {
+  if (n == "int32" || n == "i4") return DType::Int32;
+  if (n == "uint32" || n == "u4") return DType::UInt32;
+  if (n == "int64" || n == "i8") return DType::Int64;
+  if (n == "uint64" || n == "u8") return DType::UInt64;
+  if (n == "float32" || n == "f4") return DType::Float32;
+  if (n == "float64" || n == "f8") return DType::Float64;
+  return std::nullopt;
+}
+
+}  // namespace mgjoin
