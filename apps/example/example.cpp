@@ -1,6 +1,7 @@
 // A program that links libengine: builds two small relations in memory, joins them and prints the
-// result. Build: part of the mgjoin CMake project (target mgjoin_example); in your own project link
-// the static library `engine` and add engine/include to the include path.
+// result. Build: part of the mgjoin CMake project (target mgjoin_example); in your own project, after
+// `cmake --install build --prefix P`: find_package(mgjoin CONFIG) (with P on CMAKE_PREFIX_PATH) and
+// target_link_libraries(app PRIVATE mgjoin::engine) — tests/install/consumer/ does exactly that.
 #include <mgjoin/join.hpp>
 
 #include <cstdint>

@@ -1,0 +1,25 @@
+# ctest -P script: installs the build tree under WORK/prefix, configures and builds a consumer project
+# against it with find_package(mgjoin CONFIG), and runs the example it built (CPU path without GPUs).
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK})
+run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/prefix)
+foreach(must include/mgjoin/join.hpp include/mgjoin/error.hpp lib/libengine.a lib/cmake/mgjoin/mgjoinConfig.cmake)
+  if(NOT EXISTS ${WORK}/prefix/${must})
+    message(FATAL_ERROR "the install tree lacks ${must}")
+  endif()
+endforeach()
+if(EXISTS ${WORK}/prefix/include/core OR EXISTS ${WORK}/prefix/include/alloc)
+  message(FATAL_ERROR "internal headers were installed")
+endif()
+run("configuring the consumer" ${CMAKE_COMMAND} -S ${SRC}/tests/install/consumer -B ${WORK}/build -G Ninja
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK}/prefix -DMGJOIN_EXAMPLE_SOURCE=${SRC}/apps/example/example.cpp)
+run("building the consumer" ${CMAKE_COMMAND} --build ${WORK}/build)
+run("running the example" ${WORK}/build/example)
+message(STATUS "${last_output}")
