@@ -119,7 +119,7 @@ std::vector<int> grow_greedily(const Topology& t, int g) {
 }
 
 void check_gpu_count(const Topology& t, int g) {
-  MGJOIN_INPUT_EXPECTS(g >= 1 && g <= t.gpu_count(), "--gpus " + std::to_string(g) + ": this machine has " +
+  MGJOIN_INPUT_EXPECTS(g >= 1 && g <= t.gpu_count(), "JoinOptions::gpus " + std::to_string(g) + ": this machine has " +
                                                           std::to_string(t.gpu_count()) + " GPU(s)");
 }
 

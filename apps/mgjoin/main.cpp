@@ -4,8 +4,28 @@
 #include <mgjoin/error.hpp>
 
 #include <cstdio>
-#include <string>
 #include <exception>
+#include <string>
+#include <utility>
+
+namespace {
+
+/// The library names the API field a bad value came in (JoinOptions::gpu_memory_limit); the CLI user
+/// set it with a flag, so the message names the flag.
+std::string in_cli_words(std::string message) {
+  static const std::pair<const char*, const char*> fields[] = {
+      {"JoinOptions::gpu_memory_limit", "--gpu-memory-limit"}, {"JoinOptions::gpu_ids", "--gpu-ids"},
+      {"JoinOptions::gpus", "--gpus"},                         {"JoinOptions::strategy", "--strategy"},
+      {"WorkloadSpec::selectivity", "--selectivity"},          {"WorkloadSpec::hot_key", "--hot-key"},
+      {"WorkloadSpec::scale", "--scale"},                      {"WorkloadSpec::zipf", "--zipf"},
+      {"ask for the paper flow", "use --strategy paper"}};
+  for (const auto& [field, flag] : fields)
+    for (auto at = message.find(field); at != std::string::npos; at = message.find(field, at))
+      message.replace(at, std::string(field).size(), flag);
+  return message;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"mgjoin: multi-GPU out-of-core sort-merge join of column files", "mgjoin"};
@@ -23,7 +43,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const mgjoin::InputError& e) {
-    std::fprintf(stderr, "mgjoin: error: %s\n", e.what());
+    std::fprintf(stderr, "mgjoin: error: %s\n", in_cli_words(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mgjoin: error: %s\n", e.what());

@@ -56,9 +56,9 @@ std::string join_ids(const std::vector<int>& ids) {
 std::vector<int> explicit_gpu_set(const std::vector<int>& ids, int present) {
   std::set<int> seen;
   for (const int d : ids) {
-    MGJOIN_INPUT_EXPECTS(d >= 0 && d < present, "--gpu-ids: GPU " + std::to_string(d) + " does not exist (" +
+    MGJOIN_INPUT_EXPECTS(d >= 0 && d < present, "JoinOptions::gpu_ids: GPU " + std::to_string(d) + " does not exist (" +
                                                     std::to_string(present) + " GPUs present)");
-    MGJOIN_INPUT_EXPECTS(seen.insert(d).second, "--gpu-ids: GPU " + std::to_string(d) + " is listed twice");
+    MGJOIN_INPUT_EXPECTS(seen.insert(d).second, "JoinOptions::gpu_ids: GPU " + std::to_string(d) + " is listed twice");
   }
   return ids;
 }
@@ -73,7 +73,7 @@ std::uint64_t usable_device_bytes(const std::vector<int>& devices, std::uint64_t
     tightest = std::min<std::uint64_t>(tightest, static_cast<std::uint64_t>(sort::kDefaultMemoryFraction * free));
   }
   if (limit == 0) return tightest;
-  MGJOIN_INPUT_EXPECTS(limit <= tightest, "--gpu-memory-limit: " + std::to_string(limit) +
+  MGJOIN_INPUT_EXPECTS(limit <= tightest, "JoinOptions::gpu_memory_limit: " + std::to_string(limit) +
                                               " bytes per GPU is more than the " + std::to_string(tightest) +
                                               " bytes (80% of free memory) the tightest GPU has");
   return limit;
@@ -217,7 +217,7 @@ struct Engine::Impl {
 
 Engine::Engine(const JoinOptions& options) {
   const int present = gpu::device_count();
-  MGJOIN_INPUT_EXPECTS(present > 0, "--gpus: no CUDA GPU found on this machine");
+  MGJOIN_INPUT_EXPECTS(present > 0, "JoinOptions::gpus: no CUDA GPU found on this machine");
   const topology::Topology topo = topology::probe_topology();
   const std::string tuning_path = options.tuning_file.empty() ? topology::default_tuning_path() : options.tuning_file;
   std::optional<topology::TuningFile> tuning = topology::read_tuning_file(tuning_path, topo);
@@ -227,12 +227,12 @@ Engine::Engine(const JoinOptions& options) {
     set = explicit_gpu_set(options.gpu_ids, present);
   } else {
     const int g = options.gpus < 0 ? present : options.gpus;
-    MGJOIN_INPUT_EXPECTS(g <= present, "--gpus " + std::to_string(g) + ": only " + std::to_string(present) +
+    MGJOIN_INPUT_EXPECTS(g <= present, "JoinOptions::gpus " + std::to_string(g) + ": only " + std::to_string(present) +
                                            " GPUs present");
     set = topology::choose_gpu_set(topo, g, tuning ? &*tuning : nullptr);
   }
   topology::log_verbose("GPUs " + join_ids(set) +
-                        (!options.gpu_ids.empty() ? " (--gpu-ids)"
+                        (!options.gpu_ids.empty() ? " (JoinOptions::gpu_ids)"
                          : tuning               ? " (tuning file " + tuning_path + ")"
                                                 : std::string(" (topology model)")));
   impl_ = std::make_unique<Impl>(set, usable_device_bytes(set, options.gpu_memory_limit), std::move(tuning), topo);
@@ -251,8 +251,8 @@ std::string paper_only_reason(const JoinOptions& options) {
   if (options.strategy == JoinStrategy::Paper) return "paper flow: asked for";
   if (options.output != OutputMode::Ranges) return "";
   MGJOIN_INPUT_EXPECTS(options.strategy != JoinStrategy::CoPartitioned,
-                       "--strategy copart: ranges output indexes the sorted inputs, which only the paper flow "
-                       "makes (use --strategy paper or auto)");
+                       "JoinOptions::strategy: the co-partitioned flow has no ranges output: ranges indexes the sorted inputs, which only the paper flow "
+                       "makes (ask for the paper flow or auto)");
   return "paper flow: ranges output indexes the sorted inputs";
 }
 
@@ -278,8 +278,8 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
     const double plan_seconds = seconds_since(start);
     reason = plan.reason;
     MGJOIN_INPUT_EXPECTS(plan.fits || options.strategy != JoinStrategy::CoPartitioned,
-                         "--strategy copart: R and S do not fit the GPUs (" + plan.reason +
-                             "); use --strategy paper or auto, or more GPUs");
+                         "JoinOptions::strategy: R and S do not fit the GPUs for the co-partitioned flow (" + plan.reason +
+                             "); ask for the paper flow or auto, or more GPUs");
     if (plan.fits) {
       try {
         if (options.progress) options.progress("co-partitioned join", 0);
@@ -309,7 +309,7 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& optio
   const sort::SortPlan plan = e.plan(r, s);
   // The merge phase merges at most kMaxRuns runs per relation: say so before the sort phase runs.
   MGJOIN_INPUT_EXPECTS(std::max(plan.k_r, plan.k_s) <= static_cast<int>(host_merge::kMaxRuns),
-                       "--gpu-memory-limit: " + std::to_string(e.device_bytes) + " bytes per GPU would cut a relation into " +
+                       "JoinOptions::gpu_memory_limit: " + std::to_string(e.device_bytes) + " bytes per GPU would cut a relation into " +
                            std::to_string(std::max(plan.k_r, plan.k_s)) + " chunksets; the merge phase takes at most " +
                            std::to_string(host_merge::kMaxRuns) + " (raise the limit or use more GPUs)");
   const p2p::NcclComms* comms = e.comms_for(options.exchange);

@@ -53,7 +53,7 @@ JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
   const bool gpus_named = options.gpus > 0 || !options.gpu_ids.empty();
   if (options.gpus == 0 && options.gpu_ids.empty()) return cpu_path(r, s, options);
   if (gpu::device_count() == 0) {
-    MGJOIN_INPUT_EXPECTS(!gpus_named, "--gpus: GPUs were asked for but no CUDA GPU was found on this machine");
+    MGJOIN_INPUT_EXPECTS(!gpus_named, "JoinOptions::gpus: GPUs were asked for but no CUDA GPU was found on this machine");
     return cpu_path(r, s, options);  // the default (all GPUs) on a machine without any
   }
   Engine engine(options);

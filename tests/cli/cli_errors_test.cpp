@@ -3,6 +3,8 @@
 
 #include "cli_test_util.hpp"
 
+#include "common/gpu.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -26,6 +28,9 @@ class CliErrors : public CliTest {
     const auto lines = r.err_lines();
     ASSERT_EQ(lines.size(), 1u) << args << "\n" << r.err;
     for (const auto& n : needles) EXPECT_NE(lines[0].find(n), std::string::npos) << "'" << n << "' not in: " << lines[0];
+    // The library names API fields (JoinOptions::gpus); the CLI user is told the flag.
+    EXPECT_EQ(lines[0].find("JoinOptions::"), std::string::npos) << lines[0];
+    EXPECT_EQ(lines[0].find("WorkloadSpec::"), std::string::npos) << lines[0];
     EXPECT_TRUE(entries("out").empty()) << args << " left files in out/";
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
@@ -83,12 +88,18 @@ TEST_F(CliErrors, OutputModeRequired) {
   expect_error("join --r-dir b --s-dir b --gpus 0 --count --out-dir out", {"--count", "--out-dir"});
 }
 
+TEST_F(CliErrors, GpusAskedForOnAMachineWithoutThem) {
+  if (test::gpu_count() > 0) GTEST_SKIP() << "this machine has GPUs";
+  expect_error("join --r-dir b --s-dir b --gpus 2 --count", {"--gpus", "no CUDA GPU"});
+}
+
 TEST_F(CliErrors, InvalidJoinOptions) {
   expect_error("join --r-dir b --s-dir b --gpus -2 --count", {"--gpus"});
   expect_error("join --r-dir b --s-dir b --sort quick --count", {"--sort", "quick"});
   expect_error("join --r-dir b --s-dir b --exchange mpi --count", {"--exchange", "mpi"});
   expect_error("join --r-dir b --s-dir b --gpu-memory-limit 8X --count", {"--gpu-memory-limit", "8X"});
   expect_error("join --r-dir b --s-dir b --gpu-ids 0,-1 --count", {"--gpu-ids"});
+  expect_error("join --r-dir b --s-dir b --strategy hash --count", {"--strategy", "hash"});
   expect_error("join --s-dir b --count", {"--r-key", "--r-dir"});
 }
 
@@ -97,6 +108,7 @@ TEST_F(CliErrors, InvalidGenerateOptions) {
   expect_error("generate --workload A --scale -1 --out-dir out", {"--scale"});
   expect_error("generate --workload B --scale 0.001 --selectivity 1.5 --out-dir out", {"--selectivity"});
   expect_error("generate --workload B --scale 0.001 --zipf -0.5 --out-dir out", {"--zipf"});
+  expect_error("generate --workload B --scale 0.001 --hot-key 2 --out-dir out", {"--hot-key"});
   write_file("plain", "x");
   expect_error("generate --workload B --scale 0.001 --out-dir plain", {"--out-dir", "plain"});
 }

@@ -223,14 +223,14 @@ void expect_option_error(const WorkloadSpec& spec, const std::string& option) {
 }
 
 TEST(Workload, InvalidSpecsNameTheOption) {
-  expect_option_error(spec_of(Workload::B, -1, 1), "--scale");
-  expect_option_error(spec_of(Workload::B, std::nan(""), 1), "--scale");
-  expect_option_error(spec_of(Workload::B, 1e12, 1), "--scale");
-  expect_option_error(spec_of(Workload::A, 50, 1), "--scale");  // > 2^32 unique 32-bit keys
-  expect_option_error(spec_of(Workload::B, 1, 1, 1.5), "--selectivity");
-  expect_option_error(spec_of(Workload::B, 1, 1, -0.1), "--selectivity");
-  expect_option_error(spec_of(Workload::B, 1, 1, 1, -1), "--zipf");
-  expect_option_error(spec_of(Workload::B, 1, 1, 1, 1.5), "--zipf");
+  expect_option_error(spec_of(Workload::B, -1, 1), "WorkloadSpec::scale");
+  expect_option_error(spec_of(Workload::B, std::nan(""), 1), "WorkloadSpec::scale");
+  expect_option_error(spec_of(Workload::B, 1e12, 1), "WorkloadSpec::scale");
+  expect_option_error(spec_of(Workload::A, 50, 1), "WorkloadSpec::scale");  // > 2^32 unique 32-bit keys
+  expect_option_error(spec_of(Workload::B, 1, 1, 1.5), "WorkloadSpec::selectivity");
+  expect_option_error(spec_of(Workload::B, 1, 1, -0.1), "WorkloadSpec::selectivity");
+  expect_option_error(spec_of(Workload::B, 1, 1, 1, -1), "WorkloadSpec::zipf");
+  expect_option_error(spec_of(Workload::B, 1, 1, 1, 1.5), "WorkloadSpec::zipf");
   EXPECT_FALSE(parse_workload("C").has_value());
   EXPECT_EQ(parse_workload("a"), Workload::A);
 }

@@ -91,7 +91,7 @@ TEST(Planner, TooLittleMemoryIsAClearInputError) {
     plan_sort(input(100, 100, free, 1 << 20));
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--gpu-memory-limit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("JoinOptions::gpu_memory_limit"), std::string::npos) << e.what();
   }
 }
 
@@ -107,7 +107,7 @@ TEST(Planner, ChunksetCountBeyondIntIsRefusedNotTruncated) {
   try {
     p = plan_sort(input(rows, 1, free, just_min_chunk));
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--gpu-memory-limit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("JoinOptions::gpu_memory_limit"), std::string::npos) << e.what();
     return;
   }
   // If a plan is returned, it must cover R.

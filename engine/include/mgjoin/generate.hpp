@@ -46,7 +46,7 @@ struct WorkloadShape {
 };
 
 /// Validates the spec and computes its sizes.
-/// @throw InputError naming the option ("--scale", "--selectivity", "--zipf", "--hot-key") when out of range.
+/// @throw InputError naming the field ("WorkloadSpec::scale", "::selectivity", "::zipf", "::hot_key") when out of range.
 WorkloadShape workload_shape(const WorkloadSpec& spec);
 
 struct GeneratedWorkload {

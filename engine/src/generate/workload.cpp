@@ -132,22 +132,22 @@ std::optional<Workload> parse_workload(std::string_view name) {
 WorkloadShape workload_shape(const WorkloadSpec& spec) {
   // 2^62 rows is beyond any host memory; the bound keeps the arithmetic below exact.
   MGJOIN_INPUT_EXPECTS(std::isfinite(spec.scale) && spec.scale >= 0 && spec.scale * 1e9 <= 0x1p62,
-                       "--scale " + number(spec.scale) + ": must be a non-negative number (fractions allowed)");
+                       "WorkloadSpec::scale " + number(spec.scale) + ": must be a non-negative number (fractions allowed)");
   MGJOIN_INPUT_EXPECTS(spec.selectivity >= 0 && spec.selectivity <= 1,
-                       "--selectivity " + number(spec.selectivity) + ": must be in [0, 1]");
+                       "WorkloadSpec::selectivity " + number(spec.selectivity) + ": must be in [0, 1]");
   MGJOIN_INPUT_EXPECTS(spec.zipf >= 0 && spec.zipf <= 1,
-                       "--zipf " + number(spec.zipf) + ": must be in [0, 1] (0 = uniform, 1 = Zipf)");
-  MGJOIN_INPUT_EXPECTS(spec.hot_key >= 0 && spec.hot_key <= 1, "--hot-key " + number(spec.hot_key) + ": must be in [0, 1]");
+                       "WorkloadSpec::zipf " + number(spec.zipf) + ": must be in [0, 1] (0 = uniform, 1 = Zipf)");
+  MGJOIN_INPUT_EXPECTS(spec.hot_key >= 0 && spec.hot_key <= 1, "WorkloadSpec::hot_key " + number(spec.hot_key) + ": must be in [0, 1]");
   WorkloadShape shape;
   if (spec.workload == Workload::A) {
     shape.r_rows = scaled_rows(spec.scale, 1e8);
     shape.s_rows = scaled_rows(spec.scale, 1e9);
     shape.key_type = shape.payload_type = DType::UInt32;
     constexpr std::int64_t key_space = std::int64_t{1} << 32;
-    MGJOIN_INPUT_EXPECTS(shape.r_rows <= key_space, "--scale " + number(spec.scale) +
+    MGJOIN_INPUT_EXPECTS(shape.r_rows <= key_space, "WorkloadSpec::scale " + number(spec.scale) +
                                                         ": workload A has at most 2^32 unique 32-bit R keys (scale <= 42.9)");
     MGJOIN_INPUT_EXPECTS(shape.r_rows < key_space || spec.selectivity == 1,
-                         "--selectivity " + number(spec.selectivity) +
+                         "WorkloadSpec::selectivity " + number(spec.selectivity) +
                              ": R uses every 32-bit key, so no S key can miss; use selectivity 1 or a smaller scale");
   } else {
     shape.r_rows = shape.s_rows = scaled_rows(spec.scale, 1e9);

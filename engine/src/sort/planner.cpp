@@ -67,7 +67,7 @@ SortPlan plan_sort(const SortPlanInput& in) {
   plan.gpus = g;
   plan.usable_bytes = usable_bytes(in);
   if (!fits(kMinChunk, plan.usable_bytes)) {
-    throw InputError("--gpu-memory-limit: " + std::to_string(plan.usable_bytes) +
+    throw InputError("JoinOptions::gpu_memory_limit: " + std::to_string(plan.usable_bytes) +
                      " usable bytes per GPU cannot hold even a chunk of " + std::to_string(kMinChunk) +
                      " tuples of " + std::to_string(tuple_bytes) + " bytes (needs " +
                      std::to_string(device_bytes_for_chunk(kMinChunk, tuple_bytes, temp_bytes(kMinChunk))) +
@@ -91,7 +91,7 @@ SortPlan plan_sort(const SortPlanInput& in) {
   const auto chunksets = [&](std::int64_t rows) {
     const std::int64_t k = ceil_div(rows, static_cast<std::int64_t>(g) * chunk);
     if (k > INT_MAX)
-      throw InputError("--gpu-memory-limit: " + std::to_string(plan.usable_bytes) + " usable bytes per GPU would need " +
+      throw InputError("JoinOptions::gpu_memory_limit: " + std::to_string(plan.usable_bytes) + " usable bytes per GPU would need " +
                        std::to_string(k) + " chunksets of " + std::to_string(chunk) + " tuples");
     return static_cast<int>(k);
   };
