@@ -68,7 +68,7 @@ struct Pristine {
 
 struct BenchArgs {
   WorkloadOptions workload;
-  EngineOptions engine;
+  EngineFlags engine;
   int repeat = 3;
   int warmup = 1;
   std::string output = "count";

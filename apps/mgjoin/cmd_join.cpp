@@ -29,7 +29,7 @@ struct JoinArgs {
   std::string r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
   bool count_only = false, json = false;
-  EngineOptions engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
+  EngineFlags engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
 };
 
 /// One input column: the option that named it (for messages), its path and its raw dtype if given.

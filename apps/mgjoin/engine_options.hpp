@@ -14,7 +14,7 @@
 
 namespace mgjoin::cli {
 
-struct EngineOptions {
+struct EngineFlags {
   int gpus = -1;
   std::vector<int> gpu_ids;
   std::string strategy = "auto";

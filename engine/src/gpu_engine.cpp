@@ -63,21 +63,6 @@ std::vector<int> explicit_gpu_set(const std::vector<int>& ids, int present) {
   return ids;
 }
 
-/// The usable device memory per GPU: the limit, or 80% of the tightest GPU's free memory.
-std::uint64_t usable_device_bytes(const std::vector<int>& devices, std::uint64_t limit) {
-  std::uint64_t tightest = ~0ull;
-  for (const int d : devices) {
-    gpu::DeviceGuard guard(d);
-    std::size_t free = 0, total = 0;
-    MGJOIN_CUDA_TRY(cudaMemGetInfo(&free, &total));
-    tightest = std::min<std::uint64_t>(tightest, static_cast<std::uint64_t>(sort::kDefaultMemoryFraction * free));
-  }
-  if (limit == 0) return tightest;
-  MGJOIN_INPUT_EXPECTS(limit <= tightest, "JoinOptions::gpu_memory_limit: " + std::to_string(limit) +
-                                              " bytes per GPU is more than the " + std::to_string(tightest) +
-                                              " bytes (80% of free memory) the tightest GPU has");
-  return limit;
-}
 
 /// Pins pageable host memory for the duration of a join (copies from pageable memory are staged and
 /// synchronous); memory that is already pinned is left alone.
@@ -123,6 +108,7 @@ const char* exchange_name(Exchange e) { return e == Exchange::Nccl ? "NCCL" : "c
 }  // namespace
 
 struct Engine::Impl {
+  EngineOptions made_with;  ///< what the engine was constructed from (joins may not ask for other GPUs)
   std::vector<int> devices;
   std::uint64_t device_bytes = 0;
   std::optional<topology::TuningFile> tuning;
@@ -179,10 +165,7 @@ struct Engine::Impl {
 
   /// The sort plan for this engine's stacks: every GPU's stack is the usable memory.
   sort::SortPlan plan(const RelationView& r, const RelationView& s) const {
-    // The planner takes 80% of "free"; hand it the stack capacity scaled up so that it uses all of it.
-    const std::vector<std::uint64_t> free(devices.size(),
-                                          static_cast<std::uint64_t>(device_bytes / sort::kDefaultMemoryFraction) + 1);
-    return sort::plan_sort_with_memory(r, s, devices, free, device_bytes);
+    return sort::plan_sort_with_memory(r, s, devices, device_bytes);
   }
 
   /// The co-partitioned flow on this engine's GPUs and stacks; its pinned staging comes from the range
@@ -215,7 +198,7 @@ struct Engine::Impl {
   }
 };
 
-Engine::Engine(const JoinOptions& options) {
+Engine::Engine(const EngineOptions& options) {
   const int present = gpu::device_count();
   MGJOIN_INPUT_EXPECTS(present > 0, "JoinOptions::gpus: no CUDA GPU found on this machine");
   const topology::Topology topo = topology::probe_topology();
@@ -235,7 +218,9 @@ Engine::Engine(const JoinOptions& options) {
                         (!options.gpu_ids.empty() ? " (JoinOptions::gpu_ids)"
                          : tuning               ? " (tuning file " + tuning_path + ")"
                                                 : std::string(" (topology model)")));
-  impl_ = std::make_unique<Impl>(set, usable_device_bytes(set, options.gpu_memory_limit), std::move(tuning), topo);
+  impl_ = std::make_unique<Impl>(set, sort::usable_device_bytes(sort::free_device_bytes(set), options.gpu_memory_limit),
+                                 std::move(tuning), topo);
+  impl_->made_with = options;
 }
 
 Engine::~Engine() = default;
@@ -260,7 +245,15 @@ std::string paper_only_reason(const JoinOptions& options) {
 
 JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& options) {
   validate_relations(r, s);
+  return join_checked(r, s, options);
+}
+
+JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOptions& options) {
   Impl& e = *impl_;
+  const EngineOptions& asked = options;
+  MGJOIN_INPUT_EXPECTS(asked == EngineOptions{} || asked == e.made_with,
+                       "JoinOptions::gpus: this join asks for other GPUs, memory or tuning file than its Engine was "
+                       "made with (EngineOptions are fixed per Engine: make another one)");
   const auto start = Clock::now();
   std::string reason = paper_only_reason(options);
   const auto* tuned = e.tuning ? e.tuning->best_for(static_cast<int>(e.devices.size())) : nullptr;

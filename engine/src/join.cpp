@@ -1,5 +1,5 @@
-// join(): validates the inputs and runs the GPU engine, or the CPU path when asked for (gpus = 0)
-// or when the machine has no GPU.
+// join(): validates the inputs (the one check at the library's boundary: the layers below trust them)
+// and runs the GPU engine, or the CPU path when asked for (gpus = 0) or when the machine has no GPU.
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
@@ -57,7 +57,7 @@ JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
     return cpu_path(r, s, options);  // the default (all GPUs) on a machine without any
   }
   Engine engine(options);
-  return engine.join(r, s, options);
+  return engine.join_checked(r, s, options);
 }
 
 }  // namespace mgjoin

@@ -293,6 +293,18 @@ TEST(CopartPlanner, AutoPicksTheFlowAndSaysWhy) {
   EXPECT_EQ(paper.count, expected);
 }
 
+TEST(EngineOptionsPerEngine, AJoinAskingForOtherGpusIsRefused) {
+  MGJOIN_REQUIRE_GPUS(1);
+  Relation r = relation_of(std::vector<std::int64_t>{1, 2, 3}, 8, 0), s = relation_of(std::vector<std::int64_t>{2, 3}, 8, 0);
+  Engine& engine = engine_for(1);
+  JoinOptions same;  // the EngineOptions part left at its default: fine
+  same.output = OutputMode::Count;
+  EXPECT_EQ(engine.join(r.view(), s.view(), same).count, 2u);
+  JoinOptions other = same;
+  other.gpu_memory_limit = 1ull << 30;  // not what engine_for(1) was made with
+  EXPECT_THROW(engine.join(r.view(), s.view(), other), InputError);
+}
+
 TEST(CopartPlanner, TooLargeForTheGpusTakesThePaperFlow) {
   MGJOIN_REQUIRE_GPUS(1);
   const std::uint64_t seed = announce_seed();

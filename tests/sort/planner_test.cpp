@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::uint64_t GiB = 1ull << 30;
 
+/// A plan's input for `gpus` GPUs with the usable memory of usable_device_bytes(free, limit).
 SortPlanInput input(std::int64_t r, std::int64_t s, std::vector<std::uint64_t>& free, std::uint64_t limit = 0) {
   SortPlanInput in;
   in.r_size = r;
@@ -19,8 +20,8 @@ SortPlanInput input(std::int64_t r, std::int64_t s, std::vector<std::uint64_t>& 
   in.key_bytes = 8;
   in.r_payload_bytes = 8;
   in.s_payload_bytes = 8;
-  in.free_bytes = free;
-  in.gpu_memory_limit = limit;
+  in.gpus = static_cast<int>(free.size());
+  in.usable_bytes = usable_device_bytes(free, limit);
   in.sort_temp_bytes = [](std::int64_t n) { return static_cast<std::uint64_t>(n) / 10 + (1u << 20); };
   return in;
 }
@@ -76,6 +77,19 @@ TEST(Planner, TightestGpuDecides) {
   EXPECT_LE(p.device_bytes, p.usable_bytes);
   EXPECT_EQ(p.k_s, 1);
   expect_covers(p, 1'000'000'000, p.k_r);
+}
+
+TEST(Planner, UsableMemoryIsTheLimitOrTheDefaultFractionOfTheTightestGpu) {
+  const std::vector<std::uint64_t> free{80 * GiB, 10 * GiB};
+  EXPECT_EQ(usable_device_bytes(free, 0), static_cast<std::uint64_t>(0.8 * 10 * GiB));
+  EXPECT_EQ(usable_device_bytes(free, 2 * GiB), 2 * GiB);
+  EXPECT_EQ(usable_device_bytes(free, 8 * GiB), 8 * GiB);  // exactly 80% of the tightest
+  try {
+    usable_device_bytes(free, 9 * GiB);
+    FAIL() << "a limit above 80% of the tightest GPU's free memory must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("JoinOptions::gpu_memory_limit"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Planner, EmptyRelationHasNoChunksets) {

@@ -3,9 +3,10 @@
 // access, NCCL communicators and pinned host buffers are made once (paper Section 3.1.3: GPU
 // allocations cost up to tens of milliseconds each) and reused by every join() call.
 //
-//   mgjoin::JoinOptions options;  options.gpus = 4;
-//   mgjoin::Engine engine(options);            // chooses the GPU set, takes the device memory
-//   auto result = engine.join(r, s, options);  // as often as needed
+//   mgjoin::EngineOptions gpus;  gpus.gpus = 4;
+//   mgjoin::Engine engine(gpus);               // chooses the GPU set, takes the device memory
+//   mgjoin::JoinOptions join;  join.output = mgjoin::OutputMode::Count;
+//   auto result = engine.join(r, s, join);     // as often as needed
 //
 // mgjoin::join() makes an Engine for one call (or runs the CPU path for gpus = 0).
 #include <mgjoin/join.hpp>
@@ -17,17 +18,18 @@ namespace mgjoin {
 
 class Engine {
  public:
-  /// Uses options.gpus / gpu_ids (the set), gpu_memory_limit and tuning_file.
+  /// Chooses the GPU set (gpus / gpu_ids, tuning_file) and takes gpu_memory_limit of each GPU.
   /// @throw InputError when no GPU is present, a requested GPU does not exist or the memory limit
-  ///        leaves no room for a chunk.
-  explicit Engine(const JoinOptions& options);
+  ///        is more than the GPUs have.
+  explicit Engine(const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Joins R and S on this engine's GPUs with options.sort, exchange, output and progress (the GPU
-  /// set and memory were fixed at construction) and options.strategy; the paper flow sorts r and s in
-  /// place, the co-partitioned flow leaves them untouched, as in mgjoin::join().
+  /// Joins R and S on this engine's GPUs with options.strategy, sort, exchange, output and progress;
+  /// the paper flow sorts r and s in place, the co-partitioned flow leaves them untouched, as in
+  /// mgjoin::join(). @throw InputError when options' EngineOptions part is set (not the default) and
+  /// differs from the one this engine was made with: the GPU set and memory are fixed at construction.
   JoinResult join(RelationView r, RelationView s, const JoinOptions& options);
 
   /// CUDA device ids of the GPU set, in chunk order.
@@ -36,6 +38,10 @@ class Engine {
   std::uint64_t device_bytes() const;
 
  private:
+  friend JoinResult join(RelationView r, RelationView s, const JoinOptions& options);
+  /// join() without validate_relations: inputs are checked once, where they enter the library.
+  JoinResult join_checked(RelationView r, RelationView s, const JoinOptions& options);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

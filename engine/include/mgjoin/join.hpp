@@ -48,19 +48,28 @@ struct MatchRange {
 /// Progress of a long run, reported from the calling thread: phase name and fraction done [0, 1].
 using ProgressCallback = std::function<void(const std::string& phase, double fraction)>;
 
-struct JoinOptions {
+/// What an Engine is built with (mgjoin::Engine, engine.hpp): the GPU set and how much of their
+/// memory it takes, once, for all its joins.
+struct EngineOptions {
   /// GPUs to use: -1 = all present (the set chosen by the topology probe / tuning file),
   /// 0 = the CPU path, N = the best N-GPU set. `gpu_ids`, when not empty, overrides it.
   int gpus = -1;
   std::vector<int> gpu_ids;
-  SortStrategy sort = SortStrategy::Radix;
-  Exchange exchange = Exchange::CopyEngines;
   /// Bytes of device memory per GPU the engine may use; 0 = 80% of each GPU's free memory.
   std::uint64_t gpu_memory_limit = 0;
-  OutputMode output = OutputMode::Materialize;
-  JoinStrategy strategy = JoinStrategy::Auto;
   /// Tuning file written by `mgjoin tune`; empty = the default (~/.cache/mgjoin/tuning.json).
   std::string tuning_file;
+  friend bool operator==(const EngineOptions&, const EngineOptions&) = default;
+};
+
+/// What one join asks for. It extends EngineOptions so that one mgjoin::join() call can say both:
+/// join() makes its Engine from that part. Engine::join() refuses a join whose EngineOptions part is
+/// set and differs from the engine's (make another Engine for other GPUs or memory).
+struct JoinOptions : EngineOptions {
+  SortStrategy sort = SortStrategy::Radix;
+  Exchange exchange = Exchange::CopyEngines;
+  OutputMode output = OutputMode::Materialize;
+  JoinStrategy strategy = JoinStrategy::Auto;
   ProgressCallback progress;  ///< optional
 };
 

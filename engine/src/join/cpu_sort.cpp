@@ -26,7 +26,7 @@ void sort_with_payload(Key* keys, Word* payload, std::int64_t n) {
 void sort_relation_cpu(RelationView relation) {
   const std::int64_t n = relation.size();
   if (relation.payload)
-    MGJOIN_INPUT_EXPECTS(relation.payload->size == n, "payload column length differs from its key column's");
+    MGJOIN_EXPECTS(relation.payload->size == n, "payload column length differs from its key column's");
   dispatch_key_type(relation.key.type, [&](auto k) {
     using Key = decltype(k);
     Key* keys = relation.key.as<Key>();

@@ -17,17 +17,18 @@ std::int64_t padded(std::int64_t chunk) {
   return chunk + static_cast<std::int64_t>(std::ceil(kEpsilon * static_cast<double>(chunk)));
 }
 
-std::uint64_t usable_bytes(const SortPlanInput& in) {
-  std::uint64_t tightest = UINT64_MAX;
-  for (const auto free : in.free_bytes) {
-    auto usable = static_cast<std::uint64_t>(kDefaultMemoryFraction * static_cast<double>(free));
-    if (in.gpu_memory_limit != 0) usable = std::min(usable, in.gpu_memory_limit);
-    tightest = std::min(tightest, usable);
-  }
-  return tightest;
-}
-
 }  // namespace
+
+std::uint64_t usable_device_bytes(std::span<const std::uint64_t> free_bytes, std::uint64_t limit) {
+  std::uint64_t tightest = UINT64_MAX;
+  for (const auto free : free_bytes)
+    tightest = std::min(tightest, static_cast<std::uint64_t>(kDefaultMemoryFraction * static_cast<double>(free)));
+  if (limit == 0) return tightest;
+  MGJOIN_INPUT_EXPECTS(limit <= tightest, "JoinOptions::gpu_memory_limit: " + std::to_string(limit) +
+                                              " bytes per GPU is more than the " + std::to_string(tightest) +
+                                              " bytes (80% of free memory) the tightest GPU has");
+  return limit;
+}
 
 std::uint64_t default_sort_temp_bytes(std::int64_t n, int key_bytes) {
   return static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(key_bytes) / 64 + (32ull << 20);
@@ -47,7 +48,7 @@ RowRange even_part(std::int64_t n, std::int64_t parts, std::int64_t index) {
 }
 
 SortPlan plan_sort(const SortPlanInput& in) {
-  const int g = static_cast<int>(in.free_bytes.size());
+  const int g = in.gpus;
   MGJOIN_EXPECTS(g >= 1, "the sort phase needs at least one GPU");
   MGJOIN_EXPECTS(in.key_bytes == 4 || in.key_bytes == 8, "keys are 4 or 8 bytes");
   for (int p : {in.r_payload_bytes, in.s_payload_bytes})
@@ -65,7 +66,7 @@ SortPlan plan_sort(const SortPlanInput& in) {
 
   SortPlan plan;
   plan.gpus = g;
-  plan.usable_bytes = usable_bytes(in);
+  plan.usable_bytes = in.usable_bytes;
   if (!fits(kMinChunk, plan.usable_bytes)) {
     throw InputError("JoinOptions::gpu_memory_limit: " + std::to_string(plan.usable_bytes) +
                      " usable bytes per GPU cannot hold even a chunk of " + std::to_string(kMinChunk) +

@@ -28,12 +28,17 @@ inline constexpr double kEpsilon = 0.005;
 /// Fraction of a GPU's free memory used when no limit is given.
 inline constexpr double kDefaultMemoryFraction = 0.8;
 
+/// The device memory per GPU a join may use: `limit`, or kDefaultMemoryFraction of the tightest GPU's
+/// free memory when the limit is 0 (the one home of that rule).
+/// @throw InputError naming JoinOptions::gpu_memory_limit when the limit is more than that.
+std::uint64_t usable_device_bytes(std::span<const std::uint64_t> free_bytes, std::uint64_t limit);
+
 struct SortPlanInput {
   std::int64_t r_size = 0, s_size = 0;
   int key_bytes = 8;
   int r_payload_bytes = 0, s_payload_bytes = 0;  ///< 0 for a key-only relation
-  std::span<const std::uint64_t> free_bytes;     ///< free device memory of each chosen GPU (g = size)
-  std::uint64_t gpu_memory_limit = 0;            ///< bytes per GPU; 0 = 80% of free memory
+  int gpus = 1;
+  std::uint64_t usable_bytes = 0;                ///< device memory per GPU (usable_device_bytes)
   /// Temporary bytes of the local radix sort of n tuples (key_bytes, widest payload). Empty: the
   /// documented bound `default_sort_temp_bytes`.
   std::function<std::uint64_t(std::int64_t n)> sort_temp_bytes;

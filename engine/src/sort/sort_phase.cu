@@ -138,8 +138,7 @@ int chunksets_for(std::int64_t n, const SortPlan& plan) {
   return n == 0 ? 0 : static_cast<int>((n - 1) / per_chunkset + 1);
 }
 
-SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const int> devices,
-                              std::uint64_t gpu_memory_limit) {
+std::vector<std::uint64_t> free_device_bytes(std::span<const int> devices) {
   std::vector<std::uint64_t> free_bytes;
   for (const int d : devices) {
     gpu::DeviceGuard guard(d);
@@ -147,20 +146,25 @@ SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const in
     MGJOIN_CUDA_TRY(cudaMemGetInfo(&free, &total));
     free_bytes.push_back(free);
   }
-  return plan_sort_with_memory(r, s, devices, free_bytes, gpu_memory_limit);
+  return free_bytes;
+}
+
+SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const int> devices,
+                              std::uint64_t gpu_memory_limit) {
+  return plan_sort_with_memory(r, s, devices, usable_device_bytes(free_device_bytes(devices), gpu_memory_limit));
 }
 
 SortPlan plan_sort_with_memory(RelationView r, RelationView s, std::span<const int> devices,
-                               std::span<const std::uint64_t> free_bytes, std::uint64_t gpu_memory_limit) {
-  MGJOIN_INPUT_EXPECTS(r.key.type == s.key.type, "R and S must have the same key type");
+                               std::uint64_t usable_bytes) {
+  MGJOIN_EXPECTS(r.key.type == s.key.type, "R and S must have the same key type");
   SortPlanInput in;
   in.r_size = r.size();
   in.s_size = s.size();
   in.key_bytes = static_cast<int>(dtype_size(r.key.type));
   in.r_payload_bytes = r.payload ? static_cast<int>(dtype_size(r.payload->type)) : 0;
   in.s_payload_bytes = s.payload ? static_cast<int>(dtype_size(s.payload->type)) : 0;
-  in.free_bytes = free_bytes;
-  in.gpu_memory_limit = gpu_memory_limit;
+  in.gpus = static_cast<int>(devices.size());
+  in.usable_bytes = usable_bytes;
   const TupleLayout widest{in.key_bytes, std::max(in.r_payload_bytes, in.s_payload_bytes), false};
   const int first = devices.empty() ? 0 : devices.front();
   in.sort_temp_bytes = [&](std::int64_t n) {

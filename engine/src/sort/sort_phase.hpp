@@ -25,15 +25,17 @@ struct SortPhaseResult {
   std::vector<RowRange> runs;  ///< sorted runs, in row order, covering the relation
 };
 
-/// Plans the sort of R and S on `devices`: queries each GPU's free memory and CUB's temporary storage.
-/// gpu_memory_limit: bytes per GPU (0 = 80% of free memory).
+/// Free device memory of each GPU, now.
+std::vector<std::uint64_t> free_device_bytes(std::span<const int> devices);
+
+/// Plans the sort of R and S on `devices`: queries each GPU's free memory (usable_device_bytes applies
+/// gpu_memory_limit, 0 = the default fraction) and CUB's temporary storage.
 SortPlan plan_sort_on_devices(RelationView r, RelationView s, std::span<const int> devices,
                               std::uint64_t gpu_memory_limit);
 
-/// Plans the sort of R and S for GPUs with the given free bytes each (the engine passes what its
-/// device stacks hold) under gpu_memory_limit (0 = 80% of free); queries CUB's temporary storage.
-SortPlan plan_sort_with_memory(RelationView r, RelationView s, std::span<const int> devices,
-                               std::span<const std::uint64_t> free_bytes, std::uint64_t gpu_memory_limit);
+/// Plans the sort of R and S for GPUs with `usable_bytes` of device memory each (the engine passes
+/// what its device stacks hold); queries CUB's temporary storage.
+SortPlan plan_sort_with_memory(RelationView r, RelationView s, std::span<const int> devices, std::uint64_t usable_bytes);
 
 /// Chunksets of a relation of n rows under `plan` (k_R or k_S).
 int chunksets_for(std::int64_t n, const SortPlan& plan);
