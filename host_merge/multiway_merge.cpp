@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/dispatch.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include "host_merge/zip_iterator.hpp"
@@ -102,30 +104,15 @@ void merge_raw(std::span<const RawRun> raw, void* out_keys, void* out_payloads) 
   }
 }
 
-template <class K>
-void merge_raw_payload(int payload_bytes, std::span<const RawRun> runs, void* out_keys, void* out_payloads) {
-  switch (payload_bytes) {
-    case 0: return merge_raw<K, void>(runs, out_keys, out_payloads);
-    case 4: return merge_raw<K, std::uint32_t>(runs, out_keys, out_payloads);
-    case 8: return merge_raw<K, std::uint64_t>(runs, out_keys, out_payloads);
-  }
-  MGJOIN_EXPECTS(false, "multiway_merge: payload width " + std::to_string(payload_bytes) +
-                            " bytes, expected 0, 4 or 8");
-}
-
 }  // namespace
 
 void multiway_merge(DType key_type, int payload_bytes, std::span<const RawRun> runs, void* out_keys,
                     void* out_payloads) {
-  switch (key_type) {
-    case DType::Int32: return merge_raw_payload<std::int32_t>(payload_bytes, runs, out_keys, out_payloads);
-    case DType::UInt32: return merge_raw_payload<std::uint32_t>(payload_bytes, runs, out_keys, out_payloads);
-    case DType::Int64: return merge_raw_payload<std::int64_t>(payload_bytes, runs, out_keys, out_payloads);
-    case DType::UInt64: return merge_raw_payload<std::uint64_t>(payload_bytes, runs, out_keys, out_payloads);
-    case DType::Float32:
-    case DType::Float64: break;
-  }
-  MGJOIN_EXPECTS(false, "multiway_merge: keys must be int32, uint32, int64 or uint64");
+  dispatch_key_type(key_type, [&](auto key) {
+    dispatch_payload_width(payload_bytes, [&](auto payload) {
+      merge_raw<decltype(key), payload_or_void<decltype(payload)>>(runs, out_keys, out_payloads);
+    });
+  });
 }
 
 // Explicit instantiations: K in {int32, uint32, int64, uint64} x P in {uint32, uint64, key-only}.

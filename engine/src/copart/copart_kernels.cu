@@ -3,6 +3,8 @@
 
 #include "engine/src/join/range_search.cuh"
 
+#include "core/dispatch.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <cub/device/device_scan.cuh>
@@ -219,15 +221,6 @@ __global__ void __launch_bounds__(kOutputThreads) write_window_kernel(OutputWind
   }
 }
 
-template <class F>
-void with_key_type(int key_bytes, F&& f) {
-  MGJOIN_EXPECTS(key_bytes == 4 || key_bytes == 8, "keys are 4 or 8 bytes");
-  if (key_bytes == 4)
-    f(std::uint32_t{});
-  else
-    f(std::uint64_t{});
-}
-
 }  // namespace
 
 std::size_t partition_scratch_bytes(std::int64_t rows, int gpus) {
@@ -242,7 +235,7 @@ void partition_chunk(const PartitionPlan& plan, const PartitionArgs& a, cudaStre
   const std::size_t entries = static_cast<std::size_t>(blocks) * plan.gpus + 1;
   // The trailing entry stays 0 so that the scan's last entry is the total.
   MGJOIN_CUDA_TRY(cudaMemsetAsync(s.counts + entries - 1, 0, sizeof(std::uint64_t), stream));
-  with_key_type(a.widths.key_bytes, [&](auto key) {
+  dispatch_key_width(a.widths.key_bytes, [&](auto key) {
     using K = decltype(key);
     if (a.n > 0) {
       partition_count_kernel<K><<<static_cast<unsigned>(blocks), kPartitionThreads, 0, stream>>>(plan, a, s.counts);
@@ -253,7 +246,7 @@ void partition_chunk(const PartitionPlan& plan, const PartitionArgs& a, cudaStre
   });
   std::size_t temp_bytes = s.scan_temp_bytes;
   MGJOIN_CUDA_TRY(cub::DeviceScan::ExclusiveSum(s.scan_temp, temp_bytes, s.counts, s.offsets, entries, stream));
-  with_key_type(a.widths.key_bytes, [&](auto key) {
+  dispatch_key_width(a.widths.key_bytes, [&](auto key) {
     using K = decltype(key);
     if (a.n == 0) return;
     partition_scatter_kernel<K><<<static_cast<unsigned>(blocks), kPartitionThreads, 0, stream>>>(plan, a, s.offsets);
@@ -266,7 +259,7 @@ void partition_chunk(const PartitionPlan& plan, const PartitionArgs& a, cudaStre
 void flip_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream) {
   if (n == 0 || key_xor == 0) return;
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 8192));
-  with_key_type(key_bytes, [&](auto key) {
+  dispatch_key_width(key_bytes, [&](auto key) {
     using K = decltype(key);
     flip_kernel<K><<<blocks, 256, 0, stream>>>(static_cast<K*>(keys), n, static_cast<K>(key_xor));
     MGJOIN_CHECK_LAUNCH();
@@ -281,7 +274,7 @@ void resident_join(const ResidentPair& p, unsigned long long* count, const Match
   }
   const std::uint64_t blocks = (p.nx + p.ny + kJoinTile - 1) / kJoinTile;
   MGJOIN_EXPECTS(blocks < (1ull << 31), "resident join: pair too large for one grid");
-  with_key_type(p.key_bytes, [&](auto key) {
+  dispatch_key_width(p.key_bytes, [&](auto key) {
     using K = decltype(key);
     resident_join_kernel<K><<<static_cast<unsigned>(blocks), kJoinThreads, 0, stream>>>(
         static_cast<const K*>(p.x_keys), p.nx, static_cast<const K*>(p.y_keys), p.ny, count, arrays.matches,
@@ -304,7 +297,7 @@ void write_output_window(const OutputWindowArgs& a, cudaStream_t stream) {
   const std::uint64_t threads = (a.o_end - a.o_begin + kOutputPerThread - 1) / kOutputPerThread;
   const std::uint64_t blocks = (threads + kOutputThreads - 1) / kOutputThreads;
   MGJOIN_EXPECTS(blocks < (1ull << 31), "output window too large for one grid");
-  with_key_type(a.pair.key_bytes, [&](auto key) {
+  dispatch_key_width(a.pair.key_bytes, [&](auto key) {
     using K = decltype(key);
     write_window_kernel<K><<<static_cast<unsigned>(blocks), kOutputThreads, 0, stream>>>(a);
     MGJOIN_CHECK_LAUNCH();

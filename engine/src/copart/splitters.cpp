@@ -1,6 +1,6 @@
 #include "engine/src/copart/splitters.hpp"
 
-#include "engine/src/join/key_dispatch.hpp"
+#include "core/dispatch.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -143,7 +143,7 @@ double sampling_margin(const KeySample& sample, double p) {
 }  // namespace
 
 std::uint64_t ordered_key(const ColumnView& keys, std::int64_t row) {
-  return detail::dispatch_key_type(keys.type, [&](auto key) {
+  return dispatch_key_type(keys.type, [&](auto key) {
     using Key = decltype(key);
     return to_ordered(static_cast<const Key*>(keys.data)[row]);
   });
@@ -155,7 +155,7 @@ KeySample sample_keys(const ColumnView& keys, std::int64_t samples, std::uint64_
   if (keys.size == 0 || samples <= 0) return out;
   const std::int64_t m = std::min(samples, keys.size);
   out.keys.resize(static_cast<std::size_t>(m));
-  detail::dispatch_key_type(keys.type, [&](auto key) {
+  dispatch_key_type(keys.type, [&](auto key) {
     using Key = decltype(key);
     const Key* data = static_cast<const Key*>(keys.data);
 #pragma omp parallel for schedule(static)

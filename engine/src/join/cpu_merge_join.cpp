@@ -1,7 +1,7 @@
 // Sequential merge join of a partition pair (paper Section 3.3; the CPU twin of the join kernel).
 #include "engine/src/join/cpu_merge_join.hpp"
 
-#include "engine/src/join/key_dispatch.hpp"
+#include "core/dispatch.hpp"
 
 namespace mgjoin::detail {
 namespace {

@@ -2,7 +2,7 @@
 // by host_merge's zip iterator (paper Section 3.2.2: no gather into a pair array and back).
 #include "engine/src/join/cpu_sort.hpp"
 
-#include "engine/src/join/key_dispatch.hpp"
+#include "core/dispatch.hpp"
 #include "host_merge/zip_iterator.hpp"
 
 #include <mgjoin/error.hpp>

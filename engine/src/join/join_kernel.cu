@@ -5,6 +5,8 @@
 
 #include "engine/src/join/range_search.cuh"
 
+#include "core/dispatch.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
@@ -79,19 +81,11 @@ void launch_flip_typed(void* keys, std::uint64_t n, cudaStream_t stream) {
 }  // namespace
 
 void launch_join_subpartition(const SubpartitionJoinArgs& args, std::size_t key_width, cudaStream_t stream) {
-  MGJOIN_EXPECTS(key_width == 4 || key_width == 8, "join kernel keys are 4 or 8 bytes");
-  if (key_width == 4)
-    launch_join_typed<std::uint32_t>(args, stream);
-  else
-    launch_join_typed<std::uint64_t>(args, stream);
+  dispatch_key_width(static_cast<int>(key_width), [&](auto key) { launch_join_typed<decltype(key)>(args, stream); });
 }
 
 void launch_flip_sign_bits(void* keys, std::uint64_t n, std::size_t key_width, cudaStream_t stream) {
-  MGJOIN_EXPECTS(key_width == 4 || key_width == 8, "sign flip works on 4- or 8-byte keys");
-  if (key_width == 4)
-    launch_flip_typed<std::uint32_t>(keys, n, stream);
-  else
-    launch_flip_typed<std::uint64_t>(keys, n, stream);
+  dispatch_key_width(static_cast<int>(key_width), [&](auto key) { launch_flip_typed<decltype(key)>(keys, n, stream); });
 }
 
 }  // namespace mgjoin::detail

@@ -1,7 +1,7 @@
 // Merge-path partitioning with boundary validation (paper Section 3.3.1, Figures 7 and 8).
 #include "engine/src/join/merge_path_partition.hpp"
 
-#include "engine/src/join/key_dispatch.hpp"
+#include "core/dispatch.hpp"
 #include "engine/src/join/range_search.cuh"
 
 #include <mgjoin/error.hpp>

@@ -1,6 +1,8 @@
 // Local CUB radix sort over the remaining bits (paper, Section 3.1.2).
 #include "engine/src/sort/local_sort.hpp"
 
+#include "core/dispatch.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -34,22 +36,11 @@ cudaError_t cub_sort(void* temp, std::size_t& temp_bytes, const SortCall& c, boo
   return err;
 }
 
-template <class K>
-cudaError_t dispatch_payload(const TupleLayout& l, void* temp, std::size_t& temp_bytes, const SortCall& c,
-                             bool& in_alternate) {
-  switch (l.payload_bytes) {
-    case 0: return cub_sort<K, void>(temp, temp_bytes, c, in_alternate);
-    case 4: return cub_sort<K, std::uint32_t>(temp, temp_bytes, c, in_alternate);
-    case 8: return cub_sort<K, std::uint64_t>(temp, temp_bytes, c, in_alternate);
-    default: MGJOIN_EXPECTS(false, "payloads are 0, 4 or 8 bytes");
-  }
-  return cudaErrorInvalidValue;
-}
-
 cudaError_t dispatch(const TupleLayout& l, void* temp, std::size_t& temp_bytes, const SortCall& c,
                      bool& in_alternate) {
-  if (l.key_bytes == 4) return dispatch_payload<std::uint32_t>(l, temp, temp_bytes, c, in_alternate);
-  return dispatch_payload<std::uint64_t>(l, temp, temp_bytes, c, in_alternate);
+  return dispatch_widths(l.key_bytes, l.payload_bytes, [&](auto key, auto payload) {
+    return cub_sort<decltype(key), payload_or_void<decltype(payload)>>(temp, temp_bytes, c, in_alternate);
+  });
 }
 
 }  // namespace

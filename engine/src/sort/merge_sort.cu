@@ -7,6 +7,7 @@
 #include "engine/src/sort/radix_partition.hpp"
 #include "p2p/block_swap.hpp"
 #include "core/device.hpp"
+#include "core/dispatch.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -84,10 +85,10 @@ __global__ void pivot_kernel(ChunkGroupView<Key> left, ChunkGroupView<Key> right
 
 void launch_pivot_search(int key_bytes, const SideChunks& left, const SideChunks& right, std::uint64_t* pivot,
                          cudaStream_t stream) {
-  if (key_bytes == 4)
-    pivot_kernel<<<1, 1, 0, stream>>>(typed<std::uint32_t>(left), typed<std::uint32_t>(right), pivot);
-  else
-    pivot_kernel<<<1, 1, 0, stream>>>(typed<std::uint64_t>(left), typed<std::uint64_t>(right), pivot);
+  dispatch_key_width(key_bytes, [&](auto key) {
+    using K = decltype(key);
+    pivot_kernel<<<1, 1, 0, stream>>>(typed<K>(left), typed<K>(right), pivot);
+  });
   MGJOIN_CHECK_LAUNCH();
 }
 
@@ -120,24 +121,12 @@ void merge_typed(const TwoRuns& r, alloc::DeviceStackAllocator& memory, cudaStre
   }
 }
 
-template <class Key>
-void merge_with_payload(const TupleLayout& l, const TwoRuns& r, alloc::DeviceStackAllocator& memory,
-                        cudaStream_t stream) {
-  switch (l.payload_bytes) {
-    case 0: return merge_typed<Key, void>(r, memory, stream);
-    case 4: return merge_typed<Key, std::uint32_t>(r, memory, stream);
-    case 8: return merge_typed<Key, std::uint64_t>(r, memory, stream);
-  }
-  MGJOIN_EXPECTS(false, "merge sort: payloads are 0, 4 or 8 bytes");
-}
-
 /// CUB DeviceMerge: six instantiations (unsigned 4/8-byte keys x payloads of 0/4/8 bytes).
 void merge_two_runs(const TupleLayout& l, const TwoRuns& r, alloc::DeviceStackAllocator& memory,
                     cudaStream_t stream) {
-  if (l.key_bytes == 4)
-    merge_with_payload<std::uint32_t>(l, r, memory, stream);
-  else
-    merge_with_payload<std::uint64_t>(l, r, memory, stream);
+  dispatch_widths(l.key_bytes, l.payload_bytes, [&](auto key, auto payload) {
+    merge_typed<decltype(key), payload_or_void<decltype(payload)>>(r, memory, stream);
+  });
 }
 
 // ------------------------------------------------------------------ the driver (untyped)

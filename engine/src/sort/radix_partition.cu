@@ -13,6 +13,8 @@
 #include "engine/src/sort/bucket_distribution.hpp"
 #include "engine/src/sort/local_sort.hpp"
 
+#include "core/dispatch.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
@@ -53,10 +55,10 @@ __global__ void xor_kernel(K* keys, std::int64_t n, K key_xor) {
 
 void bucket_sizes(int key_bytes, const void* keys, std::int64_t n, int shift, std::uint64_t* counts,
                   cudaStream_t stream) {
-  if (key_bytes == 4)
-    bucket_sizes_kernel<<<1, kRadixBuckets, 0, stream>>>(static_cast<const std::uint32_t*>(keys), n, shift, counts);
-  else
-    bucket_sizes_kernel<<<1, kRadixBuckets, 0, stream>>>(static_cast<const std::uint64_t*>(keys), n, shift, counts);
+  dispatch_key_width(key_bytes, [&](auto key) {
+    using K = decltype(key);
+    bucket_sizes_kernel<<<1, kRadixBuckets, 0, stream>>>(static_cast<const K*>(keys), n, shift, counts);
+  });
   MGJOIN_CHECK_LAUNCH();
 }
 
@@ -92,10 +94,10 @@ void copy_tuples(const TupleLayout& l, void* keys_to, void* payload_to, const vo
 void xor_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream) {
   if (n == 0 || key_xor == 0) return;
   const int blocks = static_cast<int>(std::min<std::int64_t>((n + 255) / 256, 4096));
-  if (key_bytes == 4)
-    xor_kernel<<<blocks, 256, 0, stream>>>(static_cast<std::uint32_t*>(keys), n, static_cast<std::uint32_t>(key_xor));
-  else
-    xor_kernel<<<blocks, 256, 0, stream>>>(static_cast<std::uint64_t*>(keys), n, key_xor);
+  dispatch_key_width(key_bytes, [&](auto key) {
+    using K = decltype(key);
+    xor_kernel<<<blocks, 256, 0, stream>>>(static_cast<K*>(keys), n, static_cast<K>(key_xor));
+  });
   MGJOIN_CHECK_LAUNCH();
 }
 
