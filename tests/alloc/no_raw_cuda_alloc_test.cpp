@@ -20,10 +20,8 @@ const std::vector<std::string> kScannedDirs = {"core", "p2p", "topology", "host_
 
 // Files allowed to call the allocation functions, with the reason.
 // (HostColumn's pinned memory, the user's input and output columns, comes from alloc/host_column.cpp.)
-const std::set<std::string> kAllowlist = {
-    // Times cudaMalloc/cudaFree themselves: the baseline the stack allocators are measured against.
-    "apps/benchmarks/alloc_stack.cu",
-};
+// (The benchmark that times CUDA's allocators themselves is alloc/bench/alloc_stack.cu.)
+const std::set<std::string> kAllowlist = {};
 
 struct Rule {
   std::regex pattern;
