@@ -1,5 +1,5 @@
 #pragma once
-// Engine options shared by `join` and `bench`: --gpus, --gpu-ids, --strategy, --sort, --exchange,
+// Engine options shared by `join` and `bench`: --gpus, --gpu-ids, --strategy, --payloads, --sort, --exchange,
 // --gpu-memory-limit, --tuning-file, -v. Errors are one-line InputErrors naming the option.
 #include "cli_options.hpp"
 #include "topology/log.hpp"
@@ -18,6 +18,7 @@ struct EngineFlags {
   int gpus = -1;
   std::vector<int> gpu_ids;
   std::string strategy = "auto";
+  std::string payloads = "auto";
   std::string sort = "auto";
   std::string exchange = "copy";
   std::string memory_limit;
@@ -30,6 +31,10 @@ struct EngineFlags {
     cmd.add_option("--gpu-ids", gpu_ids, "explicit GPU ids, e.g. 0,2 (overrides --gpus)")->delimiter(',');
     cmd.add_option("--strategy", strategy,
                    "data flow: copart (co-partitioned, in core), paper (sort, merge, join) or auto (copart when it fits)")
+        ->capture_default_str();
+    cmd.add_option("--payloads", payloads,
+                   "co-partitioned materialized joins: late (payloads cross while the output goes out), carry (with "
+                   "their keys) or auto (late when it fits)")
         ->capture_default_str();
     cmd.add_option("--sort", sort, "sort strategy: radix, merge or auto (from the tuning file, else radix)")
         ->capture_default_str();
@@ -50,6 +55,11 @@ struct EngineFlags {
     const auto st = strategies.find(strategy);
     MGJOIN_INPUT_EXPECTS(st != strategies.end(), "--strategy " + strategy + ": expected auto, paper or copart");
     o.strategy = st->second;
+    static const std::map<std::string, PayloadFlow> payload_flows{
+        {"auto", PayloadFlow::Auto}, {"carry", PayloadFlow::Carry}, {"late", PayloadFlow::Late}};
+    const auto pf = payload_flows.find(payloads);
+    MGJOIN_INPUT_EXPECTS(pf != payload_flows.end(), "--payloads " + payloads + ": expected auto, carry or late");
+    o.payloads = pf->second;
     const auto s = sorts.find(sort);
     MGJOIN_INPUT_EXPECTS(s != sorts.end(), "--sort " + sort + ": expected radix, merge or auto");
     const auto e = exchanges.find(exchange);

@@ -267,7 +267,7 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
   if (reason.empty()) {
     if (options.progress) options.progress("plan", 0);
     const copart::CopartPlan plan = copart::plan_copart(r, s, static_cast<int>(e.devices.size()), options.output,
-                                                        e.device_bytes, copart::device_scratch_sizes());
+                                                        e.device_bytes, copart::device_scratch_sizes(), options.payloads);
     const double plan_seconds = seconds_since(start);
     reason = plan.reason;
     MGJOIN_INPUT_EXPECTS(plan.fits || options.strategy != JoinStrategy::CoPartitioned,

@@ -243,6 +243,44 @@ TEST(PlanCopart, CountMovesKeysOnlyAndMaterializeMovesPayloads) {
   EXPECT_GT(mat.budget[0].partitions, count.budget[0].partitions);
 }
 
+TEST(PlanCopart, LatePayloadsWhenTheyFitElseCarried) {
+  Keys rk(2'000'000), rp(2'000'000), sk(1'000'000), sp(1'000'000);
+  for (std::size_t i = 0; i < rk.size(); ++i) rk[i] = i * 7;
+  for (std::size_t i = 0; i < sk.size(); ++i) sk[i] = i * 11;
+  RelationView r{{rk.data(), 2'000'000, DType::UInt64}, MutableColumnView{rp.data(), 2'000'000, DType::UInt64}};
+  RelationView s{{sk.data(), 1'000'000, DType::UInt64}, MutableColumnView{sp.data(), 1'000'000, DType::UInt64}};
+  const auto plan = [&](std::uint64_t bytes, PayloadFlow flow, OutputMode output = OutputMode::Materialize) {
+    return plan_copart(r, s, 2, output, bytes, fake_scratch(), flow);
+  };
+  const CopartPlan late = plan(8ull << 30, PayloadFlow::Auto);
+  ASSERT_TRUE(late.fits) << late.reason;
+  EXPECT_TRUE(late.late);
+  EXPECT_NE(late.reason.find("late payloads"), std::string::npos) << late.reason;
+  EXPECT_EQ(late.sorted_payload_bytes(Side::R), 4);  // positions, not the 8-byte payloads
+  // Two GPUs: the slots and each landed row's 4-byte gather map stay to the end.
+  EXPECT_GE(late.budget[0].held, 4u * 1'000'000);
+  const CopartPlan carried = plan(8ull << 30, PayloadFlow::Carry);
+  ASSERT_TRUE(carried.fits) << carried.reason;
+  EXPECT_FALSE(carried.late);
+  EXPECT_EQ(carried.budget[0].held, 0u);
+  EXPECT_EQ(carried.sorted_payload_bytes(Side::R), 8);
+  EXPECT_NE(carried.reason.find("payloads carried"), std::string::npos) << carried.reason;
+  const auto peak = [](const CopartPlan& p) {
+    std::uint64_t most = 0;
+    for (const GpuBudget& b : p.budget) most = std::max(most, b.peak());
+    return most;
+  };
+  ASSERT_GT(peak(late), peak(carried));
+  // Memory for the carried flow but not the late one: auto carries, late asked for does not fit.
+  const std::uint64_t between = peak(carried) + 4096;
+  const CopartPlan tight = plan(between, PayloadFlow::Auto);
+  EXPECT_TRUE(tight.fits) << tight.reason;
+  EXPECT_FALSE(tight.late);
+  EXPECT_FALSE(plan(between, PayloadFlow::Late).fits);
+  // Nothing to make late in a count.
+  EXPECT_FALSE(plan(8ull << 30, PayloadFlow::Late, OutputMode::Count).late);
+}
+
 TEST(PlanCopart, RefusesWhatDoesNotFitAndSaysWhy) {
   Keys rk(1'000'000), sk(1'000'000);
   for (std::size_t i = 0; i < rk.size(); ++i) rk[i] = rk.size() - i;

@@ -93,15 +93,21 @@ Engine& engine_for(int gpus) {
 
 /// Joins copies of R and S with the co-partitioned flow on g GPUs and checks everything it promises.
 template <class Key>
-void check_copart(const Relation& r, const Relation& s, int gpus, OutputMode output, Exchange exchange = Exchange::CopyEngines) {
+void check_copart(const Relation& r, const Relation& s, int gpus, OutputMode output,
+                  PayloadFlow payloads = PayloadFlow::Auto, Exchange exchange = Exchange::CopyEngines) {
   Relation rc = copy_of(r), sc = copy_of(s);
   JoinOptions options;
   options.gpus = gpus;
   options.strategy = JoinStrategy::CoPartitioned;
   options.output = output;
   options.exchange = exchange;
+  options.payloads = payloads;
   const JoinResult result = engine_for(gpus).join(rc.view(), sc.view(), options);
   EXPECT_EQ(result.strategy, JoinStrategy::CoPartitioned) << result.strategy_reason;
+  if (output == OutputMode::Materialize && (r.payload || s.payload) && payloads != PayloadFlow::Auto) {
+    const char* expected_flow = payloads == PayloadFlow::Late ? "late payloads" : "payloads carried";
+    EXPECT_NE(result.strategy_reason.find(expected_flow), std::string::npos) << result.strategy_reason;
+  }
   EXPECT_TRUE(same_bytes(rc.key, r.key) && same_bytes(sc.key, s.key)) << "the join modified its input keys";
   if (r.payload) {
     EXPECT_TRUE(same_bytes(*rc.payload, *r.payload)) << "the join modified R's payload";
@@ -127,9 +133,14 @@ void run_case(const KeyMaker<Key>& make, Shape shape, const std::string& name) {
     std::mt19937_64 rng(seed + g);
     const Relation r = relation_of(make(rng, shape.r_rows, false), shape.payload_bytes, 0);
     const Relation s = relation_of(make(rng, shape.s_rows, true), shape.payload_bytes, 1u << 30);
-    for (const OutputMode out : {OutputMode::Count, OutputMode::Materialize}) {
-      SCOPED_TRACE(name + ", g = " + std::to_string(g) + (out == OutputMode::Count ? ", count" : ", materialize"));
-      check_copart<Key>(r, s, g, out);
+    {
+      SCOPED_TRACE(name + ", g = " + std::to_string(g) + ", count");
+      check_copart<Key>(r, s, g, OutputMode::Count);
+    }
+    for (const PayloadFlow payloads : {PayloadFlow::Carry, PayloadFlow::Late}) {
+      SCOPED_TRACE(name + ", g = " + std::to_string(g) + ", materialize, " +
+                   (payloads == PayloadFlow::Late ? "late payloads" : "payloads carried"));
+      check_copart<Key>(r, s, g, OutputMode::Materialize, payloads);
     }
   }
 }
@@ -242,7 +253,8 @@ TEST(CopartFlowWorkloads, ZipfAndHotKeyAgainstReference) {
       const GeneratedWorkload w = generate_workload(spec);
       for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
         SCOPED_TRACE("zipf " + std::to_string(zipf) + ", hot " + std::to_string(hot) + ", g = " + std::to_string(g));
-        check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize);
+        check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize, PayloadFlow::Late);
+        check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize, PayloadFlow::Carry);
       }
     }
   const GeneratedWorkload a = generate_workload({.workload = Workload::A, .scale = 1e-2, .seed = seed});
@@ -255,15 +267,19 @@ TEST(CopartFlowWorkloads, NcclExchange) {
   WorkloadSpec spec{.workload = Workload::B, .scale = 1e-3, .zipf = 1, .seed = seed};
   spec.hot_key = 0.3;
   const GeneratedWorkload w = generate_workload(spec);
-  check_copart<std::uint64_t>(w.r, w.s, 2, OutputMode::Materialize, Exchange::Nccl);
+  check_copart<std::uint64_t>(w.r, w.s, 2, OutputMode::Materialize, PayloadFlow::Late, Exchange::Nccl);
+  check_copart<std::uint64_t>(w.r, w.s, 2, OutputMode::Materialize, PayloadFlow::Carry, Exchange::Nccl);
 }
 
-/// More rows than a small window: the output goes out in several windows and several partitions.
+/// More output rows than a window (8 Mi rows) on one GPU: each column goes out in two windows; on two GPUs
+/// each GPU's part in one window per column, the buffers alternating over the columns.
 TEST(CopartFlowWorkloads, OutputLargerThanOneWindow) {
   MGJOIN_REQUIRE_GPUS(1);
   const std::uint64_t seed = announce_seed();
   const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 1.2e-2, .seed = seed});
-  for (int g = 1; g <= std::min(2, gpu_count()); ++g) check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize);
+  for (int g = 1; g <= std::min(2, gpu_count()); ++g)
+    for (const PayloadFlow payloads : {PayloadFlow::Carry, PayloadFlow::Late})
+      check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize, payloads);
 }
 
 TEST(CopartPlanner, AutoPicksTheFlowAndSaysWhy) {

@@ -30,6 +30,14 @@ enum class OutputMode : std::uint8_t { Count, Ranges, Materialize };
 ///   inputs untouched. Count and materialized output only (ranges index sorted inputs: paper flow).
 /// - Auto: CoPartitioned whenever it can run (in core, output not Ranges), else Paper.
 enum class JoinStrategy : std::uint8_t { Auto, Paper, CoPartitioned };
+/// How the co-partitioned flow brings payloads into a materialized output (the paper flow carries them).
+/// - Carry: payloads cross PCIe with their keys and are sorted with them.
+/// - Late: keys cross first and are sorted with 4-byte positions; the payloads cross while the output's
+///   key column goes out (PCIe carries both directions at once) and are gathered into the output on the
+///   GPU. The same bytes cross; needs a little more GPU memory when g > 1 (4 bytes per row for the
+///   gather maps of each chunk's partitioning).
+/// - Auto: Late when it fits the GPUs' memory, else Carry.
+enum class PayloadFlow : std::uint8_t { Auto, Carry, Late };
 
 /// A matching key range in the *sorted* R and S: rows [r_begin, r_end) of R match rows
 /// [s_begin, s_end) of S, producing (r_end - r_begin) * (s_end - s_begin) output tuples.
@@ -70,6 +78,7 @@ struct JoinOptions : EngineOptions {
   Exchange exchange = Exchange::CopyEngines;
   OutputMode output = OutputMode::Materialize;
   JoinStrategy strategy = JoinStrategy::Auto;
+  PayloadFlow payloads = PayloadFlow::Auto;  ///< co-partitioned, materialized joins
   ProgressCallback progress;  ///< optional
 };
 

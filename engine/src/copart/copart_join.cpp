@@ -38,11 +38,33 @@ const std::byte* at(const void* p, std::int64_t row, int width) {
   return static_cast<const std::byte*>(p) + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
 }
 
-/// One relation's partition on one GPU: filled by the exchange, then sorted in place.
+/// One relation's partition on one GPU: filled by the exchange, then sorted in place. Payloads carried:
+/// sorted with the keys. Late payloads: the keys are sorted with their positions, and the payloads,
+/// arriving later, stay in arrival order (position i holds the payload of the i-th key to arrive).
 struct Partition {
-  DeviceBuffer keys, payload;
+  DeviceBuffer keys, payload, positions;
   std::int64_t capacity = 0;
   std::int64_t rows = 0;  ///< filled so far (host bookkeeping)
+};
+
+/// Rows of one chunk's segment sent from GPU `from` to the partition of GPU `to`: what the late
+/// payloads' pass replays.
+struct SegmentCopy {
+  int from, to;
+  std::int64_t from_row, to_row, rows;
+};
+
+/// One chunk that landed on a GPU in the key pass (late payloads replay it).
+struct LandedChunk {
+  std::int64_t first = 0, rows = 0;  ///< the chunk's rows of the relation
+  std::uint64_t map_row = 0;         ///< where its gather map starts in the GPU's map of the relation
+  std::uint64_t landed = 0;          ///< rows its partitioning output (copies included)
+};
+
+/// One round of the key pass: chunk j landed on GPU j.
+struct Round {
+  std::vector<LandedChunk> chunks;
+  std::vector<SegmentCopy> segments;
 };
 
 /// One of a GPU's two chunk slots.
@@ -59,13 +81,16 @@ struct Gpu {
   int device = 0;
   alloc::DeviceStackAllocator* memory = nullptr;
   alloc::PinnedStackAllocator* pinned = nullptr;
-  gpu::Stream h2d, part, work, xchg;
+  gpu::Stream h2d, part, work, xchg, d2h;
   std::vector<gpu::Stream> lanes;  ///< per source GPU
   std::array<Partition, 2> partition;
   DeviceBuffer counter;
+  std::array<DeviceBuffer, 2> maps;  ///< late payloads, g > 1: per landed row, its row in its chunk
+  std::array<std::uint64_t, 2> map_rows{};
+  std::array<std::vector<gpu::Event>, 2> payloads_in;  ///< late payloads: recorded once all arrived
   DeviceBuffer alt_keys, alt_payload, sort_temp;
   std::array<Slot, 2> slots;
-  gpu::Event tail_begin, sorted, joined;
+  gpu::Event tail_begin, sorted, joined, payloads_done;
 };
 
 class Flow {
@@ -91,11 +116,36 @@ class Flow {
   Flow(const Flow&) = delete;
   Flow& operator=(const Flow&) = delete;
 
+  /// Brings `side` in: its keys, and its payloads unless they come late.
   void transfer(Side side) {
     if (g_ == 1)
       transfer_whole(side);
     else
       transfer_rounds(side);
+  }
+
+  /// Late payloads: brings `side`'s payloads to the places their keys took (g > 1: replaying the key
+  /// pass's chunks, gather maps and segments). Stream-ordered: the host does not wait, and the work
+  /// stream learns of the arrival through `payloads_in`.
+  void send_late_payloads(Side side) {
+    if (!plan_.late || widths(side).payload_bytes == 0) return;
+    if (g_ == 1)
+      send_payloads_whole(side);
+    else
+      send_payloads_rounds(side);
+    for (auto& gpu : gpus_) {
+      gpu::DeviceGuard guard(gpu.device);
+      std::vector<const gpu::Stream*> inbound{&gpu.h2d, &gpu.xchg};
+      for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
+      for (const gpu::Stream* st : inbound) {
+        gpu.payloads_in[static_cast<int>(side)].emplace_back(gpu.device, false);
+        gpu.payloads_in[static_cast<int>(side)].back().record(*st);
+      }
+      // Timed on xchg, idle by now (the NCCL exchange of the payloads ran on it, in order).
+      for (const gpu::Event& e : gpu.payloads_in[static_cast<int>(side)])
+        MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.xchg, e, 0));
+      gpu.payloads_done.record(gpu.xchg);
+    }
   }
 
   /// Sorts each GPU's partition of `side` once everything sent to it has arrived.
@@ -104,6 +154,9 @@ class Flow {
       Gpu& gpu = gpus_[d];
       gpu::DeviceGuard guard(gpu.device);
       wait_arrivals(gpu, side);
+      Partition& p = gpu.partition[static_cast<int>(side)];
+      if (!p.positions.empty())
+        fill_positions(reinterpret_cast<std::uint32_t*>(p.positions.data()), static_cast<std::uint64_t>(p.rows), gpu.work);
       if (side == Side::S) gpu.tail_begin.record(gpu.work);
       sort_partition(gpu, side);
       if (side == Side::S) gpu.sorted.record(gpu.work);
@@ -119,13 +172,15 @@ class Flow {
     }
   }
 
-  /// Frees the chunk slots and, once the sorts are done, the sort buffers (the slots lie above them
-  /// on the stack, so they go first). Expects wait_transfer() first.
+  /// Frees, once the sorts are done, the sort buffers and, unless late payloads still need them, the
+  /// chunk slots (carried payloads: the slots lie above the sort buffers on the stack, so they go
+  /// first). Expects wait_transfer() first.
   void release_transfer_buffers() {
     for (auto& gpu : gpus_) {
       gpu::DeviceGuard guard(gpu.device);
       gpu.work.synchronize();
-      for (auto& slot : gpu.slots) slot = Slot{};
+      if (!plan_.late)
+        for (auto& slot : gpu.slots) slot = Slot{};
       gpu.sort_temp.release();
       gpu.alt_payload.release();
       gpu.alt_keys.release();
@@ -150,6 +205,13 @@ class Flow {
   /// Materializes the output into result columns (key order: GPU by GPU, each in probe-row order).
   void materialize(JoinResult& result, PhaseStat& stat);
 
+  /// Late payloads: from the start of S's sort until the last payload arrived, on the slowest GPU.
+  double late_payload_seconds() const {
+    float worst = 0;
+    for (const auto& gpu : gpus_) worst = std::max(worst, gpu.payloads_done.elapsed_ms_since(gpu.tail_begin));
+    return worst / 1e3;
+  }
+
   double tail_seconds(bool join_part) const {
     float worst = 0;
     for (const auto& gpu : gpus_) {
@@ -173,10 +235,12 @@ class Flow {
     gpu.part = gpu::Stream(gpu.device);
     gpu.work = gpu::Stream(gpu.device);
     gpu.xchg = gpu::Stream(gpu.device);
+    gpu.d2h = gpu::Stream(gpu.device);
     for (int j = 0; j < g_; ++j) gpu.lanes.emplace_back(gpu.device);
     gpu.tail_begin = gpu::Event(gpu.device);
     gpu.sorted = gpu::Event(gpu.device);
     gpu.joined = gpu::Event(gpu.device);
+    gpu.payloads_done = gpu::Event(gpu.device);
     const Widths* widths[2] = {&plan_.r, &plan_.s};
     for (int side = 0; side < 2; ++side) {
       Partition& p = gpu.partition[side];
@@ -184,10 +248,19 @@ class Flow {
       p.keys = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * widths[side]->key_bytes));
       if (widths[side]->payload_bytes)
         p.payload = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * widths[side]->payload_bytes));
+      if (plan_.late && widths[side]->payload_bytes)
+        p.positions = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * 4));
     }
     gpu.counter = DeviceBuffer(*gpu.memory, sizeof(unsigned long long));
+    // Late payloads keep the slots and maps to the end: below the sort buffers, which go first.
+    if (g_ > 1 && plan_.late) {
+      for (int side = 0; side < 2; ++side)
+        if (widths[side]->payload_bytes)
+          gpu.maps[side] = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, 4 * landed_rows(static_cast<Side>(side))));
+      for (auto& slot : gpu.slots) make_slot(gpu, slot);
+    }
     make_sort_buffers(gpu);
-    if (g_ > 1)
+    if (g_ > 1 && !plan_.late)
       for (auto& slot : gpu.slots) make_slot(gpu, slot);
     return gpu;
   }
@@ -198,7 +271,7 @@ class Flow {
     for (int side = 0; side < 2; ++side) {
       const std::int64_t rows = gpu.partition[side].capacity;
       keys = std::max<std::size_t>(keys, rows * widths[side]->key_bytes);
-      payload = std::max<std::size_t>(payload, rows * widths[side]->payload_bytes);
+      payload = std::max<std::size_t>(payload, rows * plan_.sorted_payload_bytes(static_cast<Side>(side)));
       temp = std::max(temp, sort::local_sort_temp_bytes(layout(static_cast<Side>(side)), rows));
     }
     gpu.alt_keys = DeviceBuffer(*gpu.memory, keys);
@@ -224,7 +297,18 @@ class Flow {
   }
 
   const Widths& widths(Side side) const { return side == Side::R ? plan_.r : plan_.s; }
-  sort::TupleLayout layout(Side side) const { return {widths(side).key_bytes, widths(side).payload_bytes, false}; }
+  /// What the key pass moves: late payloads stay behind.
+  Widths key_pass_widths(Side side) const {
+    return {widths(side).key_bytes, plan_.late ? 0 : widths(side).payload_bytes};
+  }
+  sort::TupleLayout layout(Side side) const { return {widths(side).key_bytes, plan_.sorted_payload_bytes(side), false}; }
+  /// Rows of `side` that land on one GPU over the transfer, copies included (room for its gather maps).
+  std::uint64_t landed_rows(Side side) const {
+    const auto per_round = static_cast<std::uint64_t>(plan_.chunk_rows) * g_;
+    const auto n = static_cast<std::uint64_t>(relation(side).size());
+    return (n + per_round - 1) / per_round * static_cast<std::uint64_t>(plan_.chunk_rows) *
+           plan_.sizes.max_copies[static_cast<int>(side)];
+  }
   const RelationView& relation(Side side) const { return rel_[static_cast<int>(side)]; }
 
   const void* host_payload(Side side) const {
@@ -238,7 +322,7 @@ class Flow {
     const std::int64_t n = relation(side).size();
     MGJOIN_EXPECTS(n <= p.capacity, "one GPU's partition is the whole relation");
     gpu::DeviceGuard guard(gpu.device);
-    const Widths& w = widths(side);
+    const Widths w = key_pass_widths(side);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.keys.data(), relation(side).key.data, n * w.key_bytes, cudaMemcpyHostToDevice, gpu.h2d));
     if (w.payload_bytes)
       MGJOIN_CUDA_TRY(
@@ -256,22 +340,87 @@ class Flow {
     int pending = -1;
     for (std::int64_t t = 0; t < rounds; ++t) {
       const int b = turn_++ % 2;
+      rounds_[static_cast<int>(side)].emplace_back();
       for (int j = 0; j < g_; ++j) {
         const std::int64_t first = t * per_round + j * plan_.chunk_rows;
         const std::int64_t rows = std::clamp<std::int64_t>(n - first, 0, plan_.chunk_rows);
         start_chunk(gpus_[j], gpus_[j].slots[b], side, first, rows);
       }
-      if (pending >= 0) exchange(pending, side);
+      if (pending >= 0) exchange(pending, side, rounds_[static_cast<int>(side)].size() - 2);
       pending = b;
     }
-    if (pending >= 0) exchange(pending, side);
+    if (pending >= 0) exchange(pending, side, rounds_[static_cast<int>(side)].size() - 1);
+  }
+
+  void send_payloads_whole(Side side) {
+    Gpu& gpu = gpus_[0];
+    gpu::DeviceGuard guard(gpu.device);
+    const std::int64_t n = relation(side).size();
+    const int pb = widths(side).payload_bytes;
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(gpu.partition[static_cast<int>(side)].payload.data(), host_payload(side), n * pb,
+                                    cudaMemcpyHostToDevice, gpu.h2d));
+    bytes_in_ += static_cast<std::uint64_t>(n) * pb;
+  }
+
+  /// Replays the key pass's rounds: each chunk's payloads land where its keys did, take the places
+  /// its keys took in their segments (its gather map), and follow them to the same rows of the owners.
+  void send_payloads_rounds(Side side) {
+    int pending = -1;
+    const Round* pending_round = nullptr;
+    for (const Round& round : rounds_[static_cast<int>(side)]) {
+      const int b = turn_++ % 2;
+      for (int j = 0; j < g_; ++j) start_payload_chunk(gpus_[j], gpus_[j].slots[b], side, round.chunks[j]);
+      if (pending >= 0) send_payload_segments(pending, side, *pending_round);
+      pending = b;
+      pending_round = &round;
+    }
+    if (pending >= 0) send_payload_segments(pending, side, *pending_round);
+  }
+
+  void start_payload_chunk(Gpu& gpu, Slot& slot, Side side, const LandedChunk& chunk) {
+    slot.rows = chunk.rows;
+    if (chunk.rows == 0) return;
+    gpu::DeviceGuard guard(gpu.device);
+    const int pb = widths(side).payload_bytes;
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.h2d, slot.part_done, 0));
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.in_payload.data(), at(host_payload(side), chunk.first, pb), chunk.rows * pb,
+                                    cudaMemcpyHostToDevice, gpu.h2d));
+    slot.h2d_done.record(gpu.h2d);
+    bytes_in_ += static_cast<std::uint64_t>(chunk.rows) * pb;
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, slot.h2d_done, 0));
+    if (slot.sent_recorded)
+      for (auto& e : slot.sent) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, e, 0));
+    const auto* map = reinterpret_cast<const std::uint32_t*>(gpu.maps[static_cast<int>(side)].data()) + chunk.map_row;
+    gather_rows(slot.in_payload.data(), map, chunk.landed, pb, slot.out_payload.data(), gpu.part);
+    slot.part_done.record(gpu.part);
+  }
+
+  void send_payload_segments(int b, Side side, const Round& round) {
+    const int pb = widths(side).payload_bytes;
+    std::vector<p2p::PeerCopy> copies;
+    for (const SegmentCopy& c : round.segments) {
+      copies.push_back({c.from, c.to, at(gpus_[c.from].slots[b].out_payload, c.from_row, pb),
+                        at(gpus_[c.to].partition[static_cast<int>(side)].payload, c.to_row, pb),
+                        static_cast<std::size_t>(c.rows) * pb});
+      if (c.from != c.to) bytes_nvlink_ += static_cast<std::uint64_t>(c.rows) * pb;
+    }
+    send(b, copies);
+  }
+
+  void send(int b, const std::vector<p2p::PeerCopy>& copies) {
+    if (ctx_.exchange == Exchange::Nccl)
+      send_nccl(b, copies);
+    else
+      send_copy_engines(b, copies);
   }
 
   void start_chunk(Gpu& gpu, Slot& slot, Side side, std::int64_t first, std::int64_t rows) {
     slot.rows = rows;
+    LandedChunk chunk{first, rows, gpu.map_rows[static_cast<int>(side)], 0};
+    rounds_[static_cast<int>(side)].back().chunks.push_back(chunk);
     if (rows == 0) return;
     gpu::DeviceGuard guard(gpu.device);
-    const Widths& w = widths(side);
+    const Widths w = key_pass_widths(side);
     // The slot's input is free once its last partition has read it; its output once sent.
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.h2d, slot.part_done, 0));
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.in_keys.data(), at(relation(side).key.data, first, w.key_bytes),
@@ -296,6 +445,12 @@ class Flow {
     args.keys_out = slot.out_keys.data();
     args.payload_out = w.payload_bytes ? slot.out_payload.data() : nullptr;
     args.segments = reinterpret_cast<std::uint64_t*>(slot.segments.data());
+    DeviceBuffer& map = gpu.maps[static_cast<int>(side)];
+    if (!map.empty()) {
+      args.source_out = reinterpret_cast<std::uint32_t*>(map.data()) + chunk.map_row;
+      // Fixed stride per chunk: the plan sized the map for every chunk's most copies.
+      gpu.map_rows[static_cast<int>(side)] += static_cast<std::uint64_t>(plan_.chunk_rows) * plan_.sizes.max_copies[static_cast<int>(side)];
+    }
     args.scratch = slot.scratch.data();
     args.scratch_bytes = slot.scratch.size();
     partition_chunk(plan_.partitions, args, gpu.part);
@@ -304,15 +459,18 @@ class Flow {
     slot.part_done.record(gpu.part);
   }
 
-  /// Sends every GPU's segments of slot b to their owners, appending to the owners' partitions.
-  void exchange(int b, Side side) {
+  /// Sends every GPU's segments of slot b (round `t` of `side`) to their owners, appending to the
+  /// owners' partitions; records the segments for late payloads.
+  void exchange(int b, Side side, std::size_t t) {
     std::vector<p2p::PeerCopy> copies;
-    const Widths& w = widths(side);
+    const Widths w = key_pass_widths(side);
+    Round& round = rounds_[static_cast<int>(side)][t];
     for (int j = 0; j < g_; ++j) {
       Slot& slot = gpus_[j].slots[b];
       if (slot.rows == 0) continue;
       slot.part_done.synchronize();
       const auto* seg = reinterpret_cast<const std::uint64_t*>(slot.segments_host.data());
+      round.chunks[j].landed = seg[g_];
       for (int d = 0; d < g_; ++d) {
         const auto rows = static_cast<std::int64_t>(seg[d + 1] - seg[d]);
         if (rows == 0) continue;
@@ -325,14 +483,12 @@ class Flow {
         if (w.payload_bytes)
           copies.push_back({j, d, at(slot.out_payload, static_cast<std::int64_t>(seg[d]), w.payload_bytes),
                             at(p.payload, p.rows, w.payload_bytes), static_cast<std::size_t>(rows) * w.payload_bytes});
+        if (plan_.late) round.segments.push_back({j, d, static_cast<std::int64_t>(seg[d]), p.rows, rows});
         p.rows += rows;
         if (j != d) bytes_nvlink_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
       }
     }
-    if (ctx_.exchange == Exchange::Nccl)
-      send_nccl(b, copies);
-    else
-      send_copy_engines(b, copies);
+    send(b, copies);
   }
 
   void send_copy_engines(int b, const std::vector<p2p::PeerCopy>& copies) {
@@ -399,7 +555,7 @@ class Flow {
   void sort_partition(Gpu& gpu, Side side) {
     Partition& p = gpu.partition[static_cast<int>(side)];
     const sort::TupleLayout l = layout(side);
-    void* payload = l.payload_bytes ? p.payload.data() : nullptr;
+    void* payload = l.payload_bytes == 0 ? nullptr : plan_.late ? p.positions.data() : p.payload.data();
     void* alt_payload = l.payload_bytes ? gpu.alt_payload.data() : nullptr;
     const sort::SortedIn where = sort::local_sort(l, p.keys.data(), gpu.alt_keys.data(), payload, alt_payload, p.rows,
                                                   0, l.key_bytes * 8, gpu.sort_temp.data(), gpu.sort_temp.size(), gpu.work);
@@ -425,6 +581,7 @@ class Flow {
 
   void write_windows(Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets, std::uint64_t base,
                      std::uint64_t total, JoinResult& result);
+  OutputWindowArgs window_args(const Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets) const;
 
   std::array<RelationView, 2> rel_;
   const CopartPlan& plan_;
@@ -435,6 +592,7 @@ class Flow {
   std::vector<Gpu> gpus_;
   std::vector<cudaStream_t> lanes_;  ///< [dst * g + src]
   int turn_ = 0;
+  std::array<std::vector<Round>, 2> rounds_;  ///< the key pass, per side (g > 1)
   std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0;
 };
 
@@ -524,88 +682,108 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   stat.bytes_pcie = result.key.bytes() + result.r_payload.bytes() + result.s_payload.bytes();
 }
 
-/// One GPU's output rows [base, base + total) of the result, window by window: the GPU writes window
-/// w + 1 and copies it to pinned staging while the host copies window w into the result columns.
+OutputWindowArgs Flow::window_args(const Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets) const {
+  const Side x = plan_.probe == Side::S ? Side::R : Side::S;
+  const Partition& px = gpu.partition[static_cast<int>(x)];
+  const Partition& py = gpu.partition[static_cast<int>(plan_.probe)];
+  const auto positions = [](const Partition& p) {
+    return p.positions.empty() ? nullptr : reinterpret_cast<const std::uint32_t*>(p.positions.data());
+  };
+  OutputWindowArgs a;
+  a.pair = pair(gpu);
+  a.x_payload = widths(x).payload_bytes ? px.payload.data() : nullptr;
+  a.x_payload_bytes = widths(x).payload_bytes;
+  a.x_position = positions(px);
+  a.y_payload = widths(plan_.probe).payload_bytes ? py.payload.data() : nullptr;
+  a.y_payload_bytes = widths(plan_.probe).payload_bytes;
+  a.y_position = positions(py);
+  a.x_is_r = x == Side::R;
+  a.offsets = offsets;
+  a.first_match = arrays.first_match;
+  a.key_xor = key_xor_;
+  a.r_payload_bytes = plan_.r.payload_bytes;
+  a.s_payload_bytes = plan_.s.payload_bytes;
+  return a;
+}
+
+/// One GPU's output rows [base, base + total) of the result, column by column (key, R's payload, S's
+/// payload), each window by window: the GPU writes window k + 1 while window k crosses PCIe. Late
+/// payloads are still arriving while the key column goes out; a payload column waits for its side's.
 void Flow::write_windows(Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets, std::uint64_t base,
                          std::uint64_t total, JoinResult& result) {
   if (total == 0) return;
   gpu::DeviceGuard guard(gpu.device);
-  const int kb = plan_.r.key_bytes, rb = plan_.r.payload_bytes, sb = plan_.s.payload_bytes;
+  struct Column {
+    HostColumn* to;
+    int bytes;
+    Side side;  ///< whose payload (the key column: the probe side's keys)
+    bool key;
+  };
+  std::vector<Column> columns{{&result.key, plan_.r.key_bytes, plan_.probe, true}};
+  if (plan_.r.payload_bytes) columns.push_back({&result.r_payload, plan_.r.payload_bytes, Side::R, false});
+  if (plan_.s.payload_bytes) columns.push_back({&result.s_payload, plan_.s.payload_bytes, Side::S, false});
   const std::uint64_t window = plan_.window_rows;
-  // Each window holds its three columns at fixed, 256-byte aligned offsets (an 8-byte payload column
-  // after an odd number of 4-byte keys would be misaligned otherwise).
-  const auto round_up = [](std::uint64_t bytes) { return (bytes + 255) / 256 * 256; };
-  const std::uint64_t at_r = round_up(window * kb), at_s = at_r + round_up(window * rb);
-  const std::uint64_t window_bytes = at_s + round_up(window * sb);
-  const auto pinned = [](const HostColumn& c) { return c.size() == 0 || c.memory_kind() == MemoryKind::Pinned; };
-  const bool direct = pinned(result.key) && pinned(result.r_payload) && pinned(result.s_payload);
+  const std::uint64_t windows = (total + window - 1) / window;
+  int widest = 0;
+  for (const Column& c : columns) widest = std::max(widest, c.bytes);
+  const std::uint64_t window_bytes = window * widest;
+  const auto pinned = [](const HostColumn* c) { return c->size() == 0 || c->memory_kind() == MemoryKind::Pinned; };
+  const bool direct = std::all_of(columns.begin(), columns.end(), [&](const Column& c) { return pinned(c.to); });
   DeviceBuffer device_out[2] = {DeviceBuffer(*gpu.memory, window_bytes), DeviceBuffer(*gpu.memory, window_bytes)};
   PinnedBuffer staging[2];
   if (!direct)
     for (auto& st : staging) st = PinnedBuffer(*gpu.pinned, window_bytes);
   gpu::Event written[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
   gpu::Event copied[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
-  std::byte* result_columns[3] = {result.key.as<std::byte>(), rb ? result.r_payload.as<std::byte>() : nullptr,
-                                  sb ? result.s_payload.as<std::byte>() : nullptr};
-  const Side x = plan_.probe == Side::S ? Side::R : Side::S;
-  const Partition& px = gpu.partition[static_cast<int>(x)];
-  const Partition& py = gpu.partition[static_cast<int>(plan_.probe)];
-  const std::uint64_t windows = (total + window - 1) / window;
-  auto issue = [&](std::uint64_t w) {
-    const int b = static_cast<int>(w % 2);
-    const std::uint64_t o0 = w * window, o1 = std::min(total, o0 + window);
-    const std::uint64_t n = o1 - o0;
+  const OutputWindowArgs common = window_args(gpu, arrays, offsets);
+  const std::uint64_t jobs = windows * columns.size();
+  const auto rows_of = [&](std::uint64_t w) {
+    const std::uint64_t o0 = w * window;
+    return std::pair{o0, std::min(total, o0 + window) - o0};
+  };
+  // Job k is window k % windows of column k / windows; buffers alternate by job.
+  auto issue = [&](std::uint64_t k) {
+    const Column& c = columns[k / windows];
+    const auto [o0, n] = rows_of(k % windows);
+    const int b = static_cast<int>(k % 2);
     std::byte* out = device_out[b].data();
-    OutputWindowArgs a;
-    a.pair = pair(gpu);
-    a.x_payload = widths(x).payload_bytes ? px.payload.data() : nullptr;
-    a.x_payload_bytes = widths(x).payload_bytes;
-    a.y_payload = widths(plan_.probe).payload_bytes ? py.payload.data() : nullptr;
-    a.y_payload_bytes = widths(plan_.probe).payload_bytes;
-    a.x_is_r = x == Side::R;
-    a.offsets = offsets;
-    a.first_match = arrays.first_match;
-    a.key_xor = key_xor_;
+    if (k % windows == 0 && !c.key && plan_.late)
+      for (const gpu::Event& e : gpu.payloads_in[static_cast<int>(c.side)])
+        MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, e, 0));
+    OutputWindowArgs a = common;
     a.o_begin = o0;
-    a.o_end = o1;
-    a.out_key = out;
-    a.out_r_payload = rb ? out + at_r : nullptr;
-    a.out_s_payload = sb ? out + at_s : nullptr;
-    a.r_payload_bytes = rb;
-    a.s_payload_bytes = sb;
-    // The window's buffer is free once its previous copy out is done; the copy out runs on its own
-    // stream, so that the next window is written while this one crosses PCIe.
+    a.o_end = o0 + n;
+    a.out_key = c.key ? out : nullptr;
+    a.out_r_payload = !c.key && c.side == Side::R ? out : nullptr;
+    a.out_s_payload = !c.key && c.side == Side::S ? out : nullptr;
+    // The buffer is free once its previous copy out is done; the copy out runs on its own stream.
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, copied[b], 0));
     write_output_window(a, gpu.work);
     written[b].record(gpu.work);
-    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, written[b], 0));
-    const std::pair<std::uint64_t, int> columns[3] = {{0, kb}, {at_r, rb}, {at_s, sb}};
-    for (int c = 0; c < 3; ++c) {
-      const auto [at, w] = columns[c];
-      if (w == 0) continue;
-      std::byte* to = direct ? result_columns[c] + (base + o0) * w : staging[b].data() + at;
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(to, out + at, n * w, cudaMemcpyDeviceToHost, gpu.part));
-    }
-    copied[b].record(gpu.part);
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.d2h, written[b], 0));
+    std::byte* to = direct ? c.to->as<std::byte>() + (base + o0) * c.bytes : staging[b].data();
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(to, out, n * c.bytes, cudaMemcpyDeviceToHost, gpu.d2h));
+    copied[b].record(gpu.d2h);
   };
-  auto drain = [&](std::uint64_t w) {
-    const int b = static_cast<int>(w % 2);
-    const std::uint64_t o0 = w * window, n = std::min(total, o0 + window) - o0;
-    copied[b].synchronize();
-    if (direct) return;
-    const std::byte* in = staging[b].data();
-    const std::uint64_t row = base + o0;
-    const ByteCopy copies[] = {{result.key.as<std::byte>() + row * kb, in, n * kb},
-                               {rb ? result.r_payload.as<std::byte>() + row * rb : nullptr, in + at_r, n * rb},
-                               {sb ? result.s_payload.as<std::byte>() + row * sb : nullptr, in + at_s, n * sb}};
-    copy_in_blocks(copies);
+  // Straight into pinned columns the host need not wait between windows: the streams order the
+  // buffers' reuse. Through staging it copies each window out before its buffer is reused.
+  auto drain = [&](std::uint64_t k) {
+    if (direct) {
+      if (k + 1 == jobs) gpu.d2h.synchronize();
+      return;
+    }
+    copied[k % 2].synchronize();
+    const Column& c = columns[k / windows];
+    const auto [o0, n] = rows_of(k % windows);
+    const ByteCopy copy{c.to->as<std::byte>() + (base + o0) * c.bytes, staging[k % 2].data(), n * c.bytes};
+    copy_in_blocks({&copy, 1});
   };
   issue(0);
-  for (std::uint64_t w = 1; w < windows; ++w) {
-    issue(w);
-    drain(w - 1);
+  for (std::uint64_t k = 1; k < jobs; ++k) {
+    issue(k);
+    drain(k - 1);
   }
-  drain(windows - 1);
+  drain(jobs - 1);
 }
 
 }  // namespace
@@ -623,8 +801,8 @@ ScratchSizes device_scratch_sizes() {
 std::uint64_t pinned_bytes_needed(const CopartPlan& plan, OutputMode output) {
   const std::uint64_t small = 2 * 4096;  // segment sizes of two slots, with alignment
   if (output != OutputMode::Materialize) return small;
-  const std::uint64_t width = plan.r.key_bytes + plan.r.payload_bytes + plan.s.payload_bytes;
-  return small + 2 * (plan.window_rows * width + 4096);
+  const std::uint64_t widest = std::max({plan.r.key_bytes, plan.r.payload_bytes, plan.s.payload_bytes});
+  return small + 2 * (plan.window_rows * widest + 4096);
 }
 
 void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
@@ -638,6 +816,10 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   flow.wait_transfer();
   const double transfer = seconds_since(t0);
   flow.sort_partitions(Side::S);
+  // Late payloads cross while S is sorted and joined and the key column goes out (issued after the
+  // sort, which must not wait for them).
+  flow.send_late_payloads(Side::R);
+  flow.send_late_payloads(Side::S);
   flow.release_transfer_buffers();
   PhaseStat out_stat{"copart.output", 0, 0, 0};
   if (output == OutputMode::Materialize)
@@ -647,6 +829,7 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   result.phases.push_back({"copart.transfer", transfer, flow.bytes_pcie_in(), flow.bytes_nvlink()});
   result.phases.push_back({"copart.sort_tail", flow.tail_seconds(false), 0, 0});
   result.phases.push_back({"copart.join", flow.tail_seconds(true), 0, 0});
+  if (plan.late) result.phases.push_back({"copart.late_payloads", flow.late_payload_seconds(), 0, 0});
   if (output == OutputMode::Materialize) result.phases.push_back(out_stat);
 }
 

@@ -41,9 +41,10 @@ ScratchSizes device_scratch_sizes();
 /// Bytes of one GPU's buffers in each step of the flow.
 struct GpuBudget {
   std::uint64_t partitions = 0;  ///< R_d and S_d
-  std::uint64_t transfer = 0;    ///< chunk staging and partition scratch (g > 1), sort buffer and scratch
+  std::uint64_t held = 0;        ///< late payloads, g > 1: chunk slots and gather maps, kept to the end
+  std::uint64_t transfer = 0;    ///< sort buffer and scratch; chunk slots and partition scratch (g > 1, carried)
   std::uint64_t output = 0;      ///< match arrays, scan scratch and two output windows (materialize)
-  std::uint64_t peak() const { return partitions + std::max(transfer, output); }
+  std::uint64_t peak() const { return partitions + held + std::max(transfer, output); }
 };
 
 struct CopartPlan {
@@ -52,22 +53,31 @@ struct CopartPlan {
   Widths r, s;                  ///< what crosses PCIe: keys, and payloads only when materializing
   std::int64_t chunk_rows = 0;  ///< per GPU per round
   Side probe = Side::S;         ///< Y of the resident join (the smaller relation): output in its order
+  bool late = false;            ///< PayloadFlow::Late: payloads cross after the keys, gathered on output
   std::uint64_t window_rows = 0;  ///< output rows per window (materialize)
   std::vector<GpuBudget> budget;  ///< per GPU
   std::uint64_t device_bytes = 0;  ///< what each GPU has
   bool fits = false;
   std::string reason;  ///< one line: why it fits or not
+
+  /// Bytes sorted with each key of `side`: its payload (carried), a 4-byte position into its payloads
+  /// (late) or nothing.
+  int sorted_payload_bytes(Side side) const {
+    const int payload = (side == Side::R ? r : s).payload_bytes;
+    return payload && late ? 4 : payload;
+  }
 };
 
 /// Samples both relations, chooses the splitters and sizes every buffer for `gpus` GPUs with
 /// `device_bytes` each.
 CopartPlan plan_copart(const RelationView& r, const RelationView& s, int gpus, OutputMode output,
-                       std::uint64_t device_bytes, const ScratchSizes& scratch);
+                       std::uint64_t device_bytes, const ScratchSizes& scratch,
+                       PayloadFlow payloads = PayloadFlow::Auto);
 
 /// The same from samples already taken (the tests feed their own).
 CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
                        const RelationView& s, int gpus, OutputMode output, std::uint64_t device_bytes,
-                       const ScratchSizes& scratch);
+                       const ScratchSizes& scratch, PayloadFlow payloads = PayloadFlow::Auto);
 
 /// The real partition sizes outgrew the plan's bounds (the sample misled): nothing was output, the
 /// caller may run another flow.

@@ -118,6 +118,7 @@ __global__ void __launch_bounds__(kPartitionThreads)
       const std::uint64_t row = start[dest] + slot + __popc(peers & ((1u << lane) - 1));
       static_cast<K*>(a.keys_out)[row] = key;
       copy_payload(a.payload_out, row, a.payload, i, a.widths.payload_bytes);
+      if (a.source_out) a.source_out[row] = static_cast<std::uint32_t>(i);
     }
   }
 }
@@ -128,6 +129,22 @@ __global__ void segment_bounds_kernel(const std::uint64_t* offsets, std::int64_t
   const int d = threadIdx.x;
   if (d <= gpus) segments[d] = offsets[d * blocks];
 }
+
+template <class T>
+__global__ void gather_kernel(const T* __restrict__ in, const std::uint32_t* __restrict__ source, std::uint64_t n,
+                              T* __restrict__ out) {
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
+    out[i] = in[source[i]];
+}
+
+__global__ void positions_kernel(std::uint32_t* out, std::uint64_t n) {
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<std::uint32_t>(i);
+}
+
+unsigned grid_for(std::uint64_t n) { return static_cast<unsigned>(std::min<std::uint64_t>((n + 255) / 256, 8192)); }
 
 template <class K>
 __global__ void flip_kernel(K* keys, std::int64_t n, K key_xor) {
@@ -215,9 +232,15 @@ __global__ void __launch_bounds__(kOutputThreads) write_window_kernel(OutputWind
     }
     const std::uint64_t xrow = a.first_match[yrow] + (o - a.offsets[yrow]);
     const std::uint64_t out = o - a.o_begin;
-    static_cast<K*>(a.out_key)[out] = ykeys[yrow] ^ static_cast<K>(a.key_xor);
-    if (x_out) copy_payload(x_out, out, a.x_payload, static_cast<std::int64_t>(xrow), a.x_payload_bytes);
-    if (y_out) copy_payload(y_out, out, a.y_payload, static_cast<std::int64_t>(yrow), a.y_payload_bytes);
+    if (a.out_key) static_cast<K*>(a.out_key)[out] = ykeys[yrow] ^ static_cast<K>(a.key_xor);
+    if (x_out) {
+      const std::uint64_t at = a.x_position ? a.x_position[xrow] : xrow;
+      copy_payload(x_out, out, a.x_payload, static_cast<std::int64_t>(at), a.x_payload_bytes);
+    }
+    if (y_out) {
+      const std::uint64_t at = a.y_position ? a.y_position[yrow] : yrow;
+      copy_payload(y_out, out, a.y_payload, static_cast<std::int64_t>(at), a.y_payload_bytes);
+    }
   }
 }
 
@@ -253,6 +276,24 @@ void partition_chunk(const PartitionPlan& plan, const PartitionArgs& a, cudaStre
     MGJOIN_CHECK_LAUNCH();
   });
   segment_bounds_kernel<<<1, kMaxGpus + 1, 0, stream>>>(s.offsets, blocks, plan.gpus, a.segments);
+  MGJOIN_CHECK_LAUNCH();
+}
+
+void gather_rows(const void* in, const std::uint32_t* source, std::uint64_t n, int bytes, void* out,
+                 cudaStream_t stream) {
+  if (n == 0) return;
+  dispatch_payload_width(bytes, [&](auto word) {
+    using T = decltype(word);
+    if constexpr (!std::is_same_v<T, NoPayload>) {
+      gather_kernel<T><<<grid_for(n), 256, 0, stream>>>(static_cast<const T*>(in), source, n, static_cast<T*>(out));
+      MGJOIN_CHECK_LAUNCH();
+    }
+  });
+}
+
+void fill_positions(std::uint32_t* out, std::uint64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  positions_kernel<<<grid_for(n), 256, 0, stream>>>(out, n);
   MGJOIN_CHECK_LAUNCH();
 }
 

@@ -35,6 +35,8 @@ struct PartitionArgs {
   std::uint64_t first_row = 0;  ///< global row of keys[0] in its relation (the hot-key hash uses it)
   void* keys_out = nullptr;     ///< room for n * (most copies of a tuple) tuples
   void* payload_out = nullptr;
+  /// When set: per output row, the chunk row it came from (late payloads follow their keys by it).
+  std::uint32_t* source_out = nullptr;
   /// Device, plan.gpus + 1 entries: segment d of the output is rows [segments[d], segments[d + 1]).
   std::uint64_t* segments = nullptr;
   void* scratch = nullptr;
@@ -43,6 +45,14 @@ struct PartitionArgs {
 
 /// Partitions one chunk by `plan` (stream-ordered; no host synchronization).
 void partition_chunk(const PartitionPlan& plan, const PartitionArgs& args, cudaStream_t stream);
+
+/// out[i] = in[source[i]] for i < n, of `bytes` (4 or 8) each: a chunk's late payloads take the places
+/// its keys took (PartitionArgs::source_out).
+void gather_rows(const void* in, const std::uint32_t* source, std::uint64_t n, int bytes, void* out,
+                 cudaStream_t stream);
+
+/// out[i] = i for i < n: the positions a partition's keys are sorted with when payloads come late.
+void fill_positions(std::uint32_t* out, std::uint64_t n, cudaStream_t stream);
 
 /// keys[i] ^= key_xor for n keys of `key_bytes` (no-op when key_xor is 0).
 void flip_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream);
@@ -78,17 +88,19 @@ void exclusive_scan(const std::uint64_t* in, std::uint64_t* out, std::uint64_t n
 
 struct OutputWindowArgs {
   ResidentPair pair;
-  const void* x_payload = nullptr;  ///< sorted with x_keys (nullptr: none)
+  const void* x_payload = nullptr;  ///< sorted with x_keys, or late: in arrival order (nullptr: none)
   int x_payload_bytes = 0;
+  const std::uint32_t* x_position = nullptr;  ///< late: sorted with x_keys, where each one's payload is
   const void* y_payload = nullptr;
   int y_payload_bytes = 0;
+  const std::uint32_t* y_position = nullptr;
   bool x_is_r = true;               ///< which output payload column the x side fills
   const std::uint64_t* offsets = nullptr;      ///< exclusive scan of matches, ny + 1 entries
   const std::uint64_t* first_match = nullptr;  ///< from resident_join
   std::uint64_t key_xor = 0;        ///< turns keys back into the user's representation
   std::uint64_t o_begin = 0, o_end = 0;  ///< the window of output rows
-  void* out_key = nullptr;          ///< o_end - o_begin rows each
-  void* out_r_payload = nullptr;    ///< nullptr when R has no payload
+  void* out_key = nullptr;          ///< o_end - o_begin rows each; a column left nullptr is not written
+  void* out_r_payload = nullptr;
   void* out_s_payload = nullptr;
   int r_payload_bytes = 0, s_payload_bytes = 0;
 };

@@ -14,8 +14,9 @@ namespace {
 constexpr std::int64_t kRoundsWanted = 8;
 constexpr std::int64_t kMinChunkRows = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxChunkRows = std::int64_t{1} << 25;
-/// Output rows per window: 4 Mi rows of 24 bytes is ~100 MB, ~2 ms of D2H.
-constexpr std::uint64_t kWindowRows = std::uint64_t{1} << 22;
+/// Output rows per window of one column: 8 Mi rows of 8 bytes is 64 MB, ~1.2 ms of D2H (a copy's fixed
+/// cost is ~1% of it).
+constexpr std::uint64_t kWindowRows = std::uint64_t{1} << 23;
 /// Room kept on each GPU for counters, segment bounds and allocation alignment.
 constexpr std::uint64_t kSlackBytes = 64ull << 20;
 
@@ -36,44 +37,75 @@ std::string gib(std::uint64_t bytes) {
   return buf;
 }
 
-GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, const ScratchSizes& scratch) {
+/// Rows of `side` that land on one GPU over the whole transfer, copies included (the gather maps).
+std::uint64_t landed_rows(const CopartPlan& p, Side side, std::int64_t n, int gpus) {
+  const auto per_round = static_cast<std::uint64_t>(p.chunk_rows) * gpus;
+  const std::uint64_t rounds = (u64(n) + per_round - 1) / per_round;
+  return rounds * u64(p.chunk_rows) * p.sizes.max_copies[static_cast<int>(side)];
+}
+
+GpuBudget budget_for(const CopartPlan& p, int d, int gpus, const std::int64_t (&n)[2], OutputMode output,
+                     const ScratchSizes& scratch) {
   GpuBudget b;
   const std::uint64_t rows[2] = {u64(p.sizes.bound[0][d]), u64(p.sizes.bound[1][d])};
   const Widths* w[2] = {&p.r, &p.s};
-  b.partitions = rows[0] * width(p.r) + rows[1] * width(p.s);
   // The sort's second buffer serves R, then S; each sort copies its result back when it ends there.
   std::uint64_t sort = 0;
-  for (int side = 0; side < 2; ++side)
-    sort = std::max<std::uint64_t>(sort, rows[side] * width(*w[side]) +
-                                             scratch.sort(static_cast<std::int64_t>(rows[side]), w[side]->key_bytes,
-                                                          w[side]->payload_bytes));
+  for (int side = 0; side < 2; ++side) {
+    const int sorted = p.sorted_payload_bytes(static_cast<Side>(side));
+    // Late payloads sit in arrival order beside the (key, position) pairs that are sorted.
+    const int beside = p.late ? w[side]->payload_bytes : 0;
+    b.partitions += rows[side] * (w[side]->key_bytes + sorted + beside);
+    sort = std::max<std::uint64_t>(sort, rows[side] * (w[side]->key_bytes + sorted) +
+                                             scratch.sort(static_cast<std::int64_t>(rows[side]), w[side]->key_bytes, sorted));
+  }
   b.transfer = sort;
   if (gpus > 1) {
     const auto chunk = u64(p.chunk_rows);
     const std::uint64_t in = chunk * std::max(width(p.r), width(p.s));
     const std::uint64_t out = chunk * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r),
                                                               p.sizes.max_copies[1] * width(p.s));
-    b.transfer += 2 * (in + out + scratch.partition(p.chunk_rows, gpus));
+    const std::uint64_t slots = 2 * (in + out + scratch.partition(p.chunk_rows, gpus));
+    if (p.late) {
+      // The payloads cross after the sorts, through the same slots: they stay, with each chunk's gather map.
+      b.held = slots;
+      for (int side = 0; side < 2; ++side)
+        if (w[side]->payload_bytes) b.held += 4 * landed_rows(p, static_cast<Side>(side), n[side], gpus);
+    } else {
+      b.transfer += slots;
+    }
   }
   if (output == OutputMode::Materialize) {
     const std::uint64_t ny = rows[static_cast<int>(p.probe)];
-    const std::uint64_t out_width = p.r.key_bytes + p.r.payload_bytes + p.s.payload_bytes;
-    b.output = 3 * (ny + 1) * 8 + scratch.scan(ny + 1) + 2 * p.window_rows * out_width;
+    // The output goes out column by column, a window at a time.
+    const std::uint64_t widest = std::max({p.r.key_bytes, p.r.payload_bytes, p.s.payload_bytes});
+    b.output = 3 * (ny + 1) * 8 + scratch.scan(ny + 1) + 2 * p.window_rows * widest;
   }
   b.partitions += kSlackBytes;
   return b;
 }
 
+/// Sizes every GPU's buffers for the plan; returns the GPU that needs the most.
+int size_buffers(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMode output, const ScratchSizes& scratch) {
+  p.budget.clear();
+  int tightest = 0;
+  for (int d = 0; d < gpus; ++d) {
+    p.budget.push_back(budget_for(p, d, gpus, n, output, scratch));
+    if (p.budget.back().peak() > p.budget[tightest].peak()) tightest = d;
+  }
+  return tightest;
+}
+
 }  // namespace
 
 CopartPlan plan_copart(const RelationView& r, const RelationView& s, int gpus, OutputMode output,
-                       std::uint64_t device_bytes, const ScratchSizes& scratch) {
-  return plan_copart(sample_keys(r.key), sample_keys(s.key), r, s, gpus, output, device_bytes, scratch);
+                       std::uint64_t device_bytes, const ScratchSizes& scratch, PayloadFlow payloads) {
+  return plan_copart(sample_keys(r.key), sample_keys(s.key), r, s, gpus, output, device_bytes, scratch, payloads);
 }
 
 CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
                        const RelationView& s, int gpus, OutputMode output, std::uint64_t device_bytes,
-                       const ScratchSizes& scratch) {
+                       const ScratchSizes& scratch, PayloadFlow payloads) {
   MGJOIN_EXPECTS(gpus >= 1, "the co-partitioned flow needs a GPU");
   CopartPlan p;
   p.device_bytes = device_bytes;
@@ -89,21 +121,32 @@ CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, con
   const std::int64_t larger = std::max(r.size(), s.size());
   p.chunk_rows = std::clamp((larger + gpus * kRoundsWanted - 1) / (gpus * kRoundsWanted), kMinChunkRows, kMaxChunkRows);
   p.window_rows = output == OutputMode::Materialize ? kWindowRows : 0;
-  std::uint64_t peak = 0;
+  const std::int64_t n[2] = {r.size(), s.size()};
+  // Late payloads need positions below 2^32 per partition and a payload to be late.
+  const bool late_possible = output == OutputMode::Materialize && (p.r.payload_bytes || p.s.payload_bytes) &&
+                             *std::max_element(p.sizes.bound[0].begin(), p.sizes.bound[0].end()) < (std::int64_t{1} << 32) &&
+                             *std::max_element(p.sizes.bound[1].begin(), p.sizes.bound[1].end()) < (std::int64_t{1} << 32);
+  // Late when asked for or when auto and it fits; carried otherwise (late asked for but impossible too).
+  const bool try_late = late_possible && payloads != PayloadFlow::Carry;
   int tightest = 0;
-  for (int d = 0; d < gpus; ++d) {
-    p.budget.push_back(budget_for(p, d, gpus, output, scratch));
-    if (p.budget.back().peak() > peak) {
-      peak = p.budget.back().peak();
-      tightest = d;
-    }
+  if (try_late) {
+    p.late = true;
+    tightest = size_buffers(p, gpus, n, output, scratch);
+    p.fits = p.budget[tightest].peak() <= device_bytes;
   }
-  p.fits = peak <= device_bytes;
+  if (!try_late || (!p.fits && payloads == PayloadFlow::Auto)) {
+    p.late = false;
+    tightest = size_buffers(p, gpus, n, output, scratch);
+    p.fits = p.budget[tightest].peak() <= device_bytes;
+  }
   const GpuBudget& b = p.budget[tightest];
-  p.reason = std::string(p.fits ? "co-partitioned: in core" : "paper flow: not in core") + ", GPU " +
-             std::to_string(tightest) + " of " + std::to_string(gpus) + " needs " + gib(peak) + " (partitions " +
-             gib(b.partitions) + ", transfer " + gib(b.transfer) + ", output " + gib(b.output) + ") of its " +
-             gib(device_bytes);
+  const char* payload_flow = output != OutputMode::Materialize ? "" : p.late ? ", late payloads" : ", payloads carried";
+  p.reason = std::string(p.fits ? "co-partitioned: in core" : "paper flow: not in core") + payload_flow + ", GPU " +
+             std::to_string(tightest) + " of " + std::to_string(gpus) + " needs " + gib(b.peak()) + " (partitions " +
+             gib(b.partitions) + ", held " + gib(b.held) + ", transfer " + gib(b.transfer) + ", output " +
+             gib(b.output) + ") of its " + gib(device_bytes);
+  if (payloads == PayloadFlow::Late && !late_possible)
+    p.reason += " (late payloads: none to move, or a partition of 2^32 rows or more)";
   return p;
 }
 
