@@ -15,5 +15,12 @@ for t in ${MGJOIN_SUITES:-alloc topology io join sort cli e2e}; do
   timeout "${MGJOIN_SUITE_TIMEOUT:-240}" "$B/${t}_gpu_tests" ${MGJOIN_GTEST_ARGS:-} >> "$OUT/gpu-tests.log" 2>&1
   echo "${t}_gpu_tests rc=$? ($(( $(date +%s) - start )) s)"
 done
+# The differential harness (tests/differential): MGJOIN_DIFF_CASES random cases on up to
+# MGJOIN_DIFF_GPUS GPUs against the hash-join reference; its last line is the summary.
+if [ -n "${MGJOIN_DIFF_CASES:-}" ]; then
+  "$B/differential" --cases "$MGJOIN_DIFF_CASES" --gpus-max "${MGJOIN_DIFF_GPUS:-2}" ${MGJOIN_DIFF_ARGS:-} \
+    > "$OUT/differential.log" 2>&1
+  echo "differential rc=$?: $(tail -1 "$OUT/differential.log")"
+fi
 echo "== summary"; grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gpu-tests.log" | sort | uniq -c
 grep -E '^\[  FAILED  \]' "$OUT/gpu-tests.log" | sort -u | head -40

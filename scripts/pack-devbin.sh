@@ -9,9 +9,9 @@ suites=(alloc topology io join sort cli e2e)
 export PATH="/usr/local/cuda/bin:$PATH"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$build" -j "$(nproc)" mgjoin $(for s in "${suites[@]}"; do echo "${s}_gpu_tests"; done) \
-  bench_alloc_stack bench_host_merge bench_join_phase bench_sort_phase bench_thrust_join
+  bench_alloc_stack bench_host_merge bench_join_phase bench_sort_phase bench_thrust_join differential
 rm -rf .devbin && mkdir .devbin
-cp "$build"/mgjoin "$build"/bench_* .devbin/
+cp "$build"/mgjoin "$build"/bench_* "$build"/tests/differential .devbin/
 for s in "${suites[@]}"; do cp "$build/tests/${s}_gpu_tests" .devbin/; done
 strip .devbin/*
 du -sh .devbin
