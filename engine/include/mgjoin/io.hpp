@@ -67,8 +67,9 @@ class StagedColumnFile {
 /// @throw InputError naming the file when the directory is missing or unwritable or a write fails.
 StagedColumnFile stage_column(const std::filesystem::path& path, ColumnView column);
 
-/// Commits several staged files together: if one rename fails, the ones already renamed are
-/// removed again, so that either all final names appear or none do.
+/// Commits several staged files together: either every final name gets its new file, or the directory is
+/// left as it was (files already at the final names are moved aside first and put back when a later
+/// rename fails). @throw InputError naming the file when a rename fails or a final name is a directory.
 void commit_all(std::span<StagedColumnFile> files);
 
 /// stage_column + commit.

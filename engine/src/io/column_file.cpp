@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 #include <system_error>
 #include <utility>
 
@@ -159,16 +160,52 @@ StagedColumnFile stage_column(const fs::path& path, ColumnView column) {
   }
 }
 
-void commit_all(std::span<StagedColumnFile> files) {
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    try {
-      files[i].commit();
-    } catch (...) {
-      std::error_code ignored;
-      for (std::size_t j = 0; j < i; ++j) fs::remove(files[j].final_path(), ignored);
-      throw;
+namespace {
+
+/// A file that was at a final name before the commit, moved aside until the commit is done.
+struct MovedAside {
+  fs::path final_path, backup;
+};
+
+/// Moves what sits at each final name aside (a file or a link; anything else is refused untouched).
+std::vector<MovedAside> move_existing_aside(std::span<StagedColumnFile> files) {
+  std::vector<MovedAside> aside;
+  try {
+    for (const StagedColumnFile& f : files) {
+      std::error_code ec;
+      const fs::file_status st = fs::symlink_status(f.final_path(), ec);
+      if (!fs::exists(st)) continue;
+      if (!fs::is_regular_file(st) && !fs::is_symlink(st))
+        throw InputError(f.final_path().string() + ": exists and is not a file; it is left as it is");
+      MovedAside m{f.final_path(), temp_path_for(f.final_path())};
+      fs::rename(m.final_path, m.backup, ec);
+      if (ec) throw InputError(m.final_path.string() + ": cannot move the existing file aside: " + ec.message());
+      aside.push_back(std::move(m));
     }
+  } catch (...) {
+    std::error_code ignored;
+    for (const MovedAside& m : aside) fs::rename(m.backup, m.final_path, ignored);
+    throw;
   }
+  return aside;
+}
+
+}  // namespace
+
+void commit_all(std::span<StagedColumnFile> files) {
+  // A later rename can fail after earlier ones replaced the user's files: those are moved aside first
+  // and put back, so a failed commit leaves the directory as it found it.
+  const std::vector<MovedAside> aside = move_existing_aside(files);
+  std::error_code ignored;
+  try {
+    for (StagedColumnFile& f : files) f.commit();
+  } catch (...) {
+    for (const StagedColumnFile& f : files)
+      if (f.committed()) fs::remove(f.final_path(), ignored);
+    for (const MovedAside& m : aside) fs::rename(m.backup, m.final_path, ignored);
+    throw;
+  }
+  for (const MovedAside& m : aside) fs::remove(m.backup, ignored);
 }
 
 void write_column(const fs::path& path, ColumnView column) { stage_column(path, column).commit(); }

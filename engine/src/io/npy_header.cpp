@@ -170,9 +170,11 @@ NpyHeader parse_npy_dict(std::string_view dict, const std::string& file) {
     const std::string key = reader.read_string();
     reader.expect(':');
     DictValue value = reader.read_value();
-    if (key == "descr") descr = std::move(value);
-    if (key == "fortran_order") fortran = std::move(value);
-    if (key == "shape") shape = std::move(value);
+    // numpy's reader refuses any other key, and a key given twice: so does this one.
+    std::optional<DictValue>* slot = key == "descr" ? &descr : key == "fortran_order" ? &fortran : key == "shape" ? &shape : nullptr;
+    if (!slot) reader.fail("unexpected key '" + key + "': numpy headers hold only 'descr', 'fortran_order' and 'shape'");
+    if (*slot) reader.fail("key '" + key + "' given twice");
+    *slot = std::move(value);
     if (!reader.accept(',')) {
       reader.expect('}');
       break;
