@@ -86,18 +86,17 @@ struct Gpu {
   std::array<Partition, 2> partition;
   DeviceBuffer counter;
   std::array<DeviceBuffer, 2> maps;  ///< late payloads, g > 1: per landed row, its row in its chunk
-  std::array<std::uint64_t, 2> map_rows{};
-  std::array<std::vector<gpu::Event>, 2> payloads_in;  ///< late payloads: recorded once all arrived
+  std::array<std::uint64_t, 2> map_filled{};  ///< rows of each map handed to chunks so far
+  std::array<gpu::Event, 2> payloads_in;  ///< late payloads, per side: recorded once all arrived (timed)
   DeviceBuffer alt_keys, alt_payload, sort_temp;
   std::array<Slot, 2> slots;
-  gpu::Event tail_begin, sorted, joined, payloads_done;
+  gpu::Event tail_begin, sorted, joined;
 };
 
 class Flow {
  public:
-  Flow(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
-       const CopartContext& ctx)
-      : rel_{r, s}, plan_(plan), output_(output), ctx_(ctx), g_(static_cast<int>(ctx.devices.size())),
+  Flow(const RelationView& r, const RelationView& s, const CopartPlan& plan, const CopartContext& ctx)
+      : rel_{r, s}, plan_(plan), ctx_(ctx), g_(static_cast<int>(ctx.devices.size())),
         key_xor_(sort::sign_flip_mask({static_cast<int>(dtype_size(r.key.type)), 0, is_signed_key(r.key.type)})) {
     MGJOIN_EXPECTS(g_ == plan.partitions.gpus, "the plan was made for another GPU count");
     gpus_.reserve(g_);
@@ -133,18 +132,11 @@ class Flow {
       send_payloads_whole(side);
     else
       send_payloads_rounds(side);
+    // Recorded on xchg, idle by now (the NCCL exchange of the payloads ran on it, in order).
     for (auto& gpu : gpus_) {
       gpu::DeviceGuard guard(gpu.device);
-      std::vector<const gpu::Stream*> inbound{&gpu.h2d, &gpu.xchg};
-      for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
-      for (const gpu::Stream* st : inbound) {
-        gpu.payloads_in[static_cast<int>(side)].emplace_back(gpu.device, false);
-        gpu.payloads_in[static_cast<int>(side)].back().record(*st);
-      }
-      // Timed on xchg, idle by now (the NCCL exchange of the payloads ran on it, in order).
-      for (const gpu::Event& e : gpu.payloads_in[static_cast<int>(side)])
-        MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.xchg, e, 0));
-      gpu.payloads_done.record(gpu.xchg);
+      wait_inbound(gpu, gpu.xchg);
+      gpu.payloads_in[static_cast<int>(side)].record(gpu.xchg);
     }
   }
 
@@ -208,7 +200,10 @@ class Flow {
   /// Late payloads: from the start of S's sort until the last payload arrived, on the slowest GPU.
   double late_payload_seconds() const {
     float worst = 0;
-    for (const auto& gpu : gpus_) worst = std::max(worst, gpu.payloads_done.elapsed_ms_since(gpu.tail_begin));
+    for (const auto& gpu : gpus_)
+      for (const Side side : {Side::R, Side::S})
+        if (widths(side).payload_bytes)
+          worst = std::max(worst, gpu.payloads_in[static_cast<int>(side)].elapsed_ms_since(gpu.tail_begin));
     return worst / 1e3;
   }
 
@@ -240,7 +235,7 @@ class Flow {
     gpu.tail_begin = gpu::Event(gpu.device);
     gpu.sorted = gpu::Event(gpu.device);
     gpu.joined = gpu::Event(gpu.device);
-    gpu.payloads_done = gpu::Event(gpu.device);
+    for (auto& e : gpu.payloads_in) e = gpu::Event(gpu.device);
     const Widths* widths[2] = {&plan_.r, &plan_.s};
     for (int side = 0; side < 2; ++side) {
       Partition& p = gpu.partition[side];
@@ -255,8 +250,7 @@ class Flow {
     // Late payloads keep the slots and maps to the end: below the sort buffers, which go first.
     if (g_ > 1 && plan_.late) {
       for (int side = 0; side < 2; ++side)
-        if (widths[side]->payload_bytes)
-          gpu.maps[side] = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, 4 * landed_rows(static_cast<Side>(side))));
+        if (plan_.map_rows[side]) gpu.maps[side] = DeviceBuffer(*gpu.memory, 4 * plan_.map_rows[side]);
       for (auto& slot : gpu.slots) make_slot(gpu, slot);
     }
     make_sort_buffers(gpu);
@@ -302,13 +296,6 @@ class Flow {
     return {widths(side).key_bytes, plan_.late ? 0 : widths(side).payload_bytes};
   }
   sort::TupleLayout layout(Side side) const { return {widths(side).key_bytes, plan_.sorted_payload_bytes(side), false}; }
-  /// Rows of `side` that land on one GPU over the transfer, copies included (room for its gather maps).
-  std::uint64_t landed_rows(Side side) const {
-    const auto per_round = static_cast<std::uint64_t>(plan_.chunk_rows) * g_;
-    const auto n = static_cast<std::uint64_t>(relation(side).size());
-    return (n + per_round - 1) / per_round * static_cast<std::uint64_t>(plan_.chunk_rows) *
-           plan_.sizes.max_copies[static_cast<int>(side)];
-  }
   const RelationView& relation(Side side) const { return rel_[static_cast<int>(side)]; }
 
   const void* host_payload(Side side) const {
@@ -416,7 +403,7 @@ class Flow {
 
   void start_chunk(Gpu& gpu, Slot& slot, Side side, std::int64_t first, std::int64_t rows) {
     slot.rows = rows;
-    LandedChunk chunk{first, rows, gpu.map_rows[static_cast<int>(side)], 0};
+    LandedChunk chunk{first, rows, gpu.map_filled[static_cast<int>(side)], 0};
     rounds_[static_cast<int>(side)].back().chunks.push_back(chunk);
     if (rows == 0) return;
     gpu::DeviceGuard guard(gpu.device);
@@ -449,7 +436,7 @@ class Flow {
     if (!map.empty()) {
       args.source_out = reinterpret_cast<std::uint32_t*>(map.data()) + chunk.map_row;
       // Fixed stride per chunk: the plan sized the map for every chunk's most copies.
-      gpu.map_rows[static_cast<int>(side)] += static_cast<std::uint64_t>(plan_.chunk_rows) * plan_.sizes.max_copies[static_cast<int>(side)];
+      gpu.map_filled[static_cast<int>(side)] += static_cast<std::uint64_t>(plan_.chunk_rows) * plan_.sizes.max_copies[static_cast<int>(side)];
     }
     args.scratch = slot.scratch.data();
     args.scratch_bytes = slot.scratch.size();
@@ -533,23 +520,25 @@ class Flow {
     }
   }
 
-  /// The work stream waits for every copy into this GPU issued so far.
-  void wait_arrivals(Gpu& gpu, Side side) {
-    if (g_ == 1) {
-      gpu::Event arrived(gpu.device, false);
-      arrived.record(gpu.h2d);
-      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
-      flip_keys(widths(side).key_bytes, gpu.partition[static_cast<int>(side)].keys.data(),
-                gpu.partition[static_cast<int>(side)].rows, key_xor_, gpu.work);
-      return;
-    }
-    std::vector<const gpu::Stream*> inbound{&gpu.xchg};
+  /// `waiter` waits for every copy into this GPU issued so far: H2D, and the sends of other GPUs
+  /// (on the lanes, or xchg for NCCL).
+  void wait_inbound(Gpu& gpu, cudaStream_t waiter) {
+    std::vector<const gpu::Stream*> inbound{&gpu.h2d, &gpu.xchg};
     for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
     for (const gpu::Stream* s : inbound) {
+      if (s->get() == waiter) continue;  // in order on itself
       gpu::Event arrived(gpu.device, false);
       arrived.record(*s);
-      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(waiter, arrived, 0));
     }
+  }
+
+  /// The work stream waits for `side` to arrive; one GPU's keys came unflipped (straight H2D).
+  void wait_arrivals(Gpu& gpu, Side side) {
+    wait_inbound(gpu, gpu.work);
+    if (g_ == 1)
+      flip_keys(widths(side).key_bytes, gpu.partition[static_cast<int>(side)].keys.data(),
+                gpu.partition[static_cast<int>(side)].rows, key_xor_, gpu.work);
   }
 
   void sort_partition(Gpu& gpu, Side side) {
@@ -585,7 +574,6 @@ class Flow {
 
   std::array<RelationView, 2> rel_;
   const CopartPlan& plan_;
-  OutputMode output_;
   CopartContext ctx_;
   int g_;
   std::uint64_t key_xor_;
@@ -748,8 +736,7 @@ void Flow::write_windows(Gpu& gpu, const MatchArrays& arrays, const std::uint64_
     const int b = static_cast<int>(k % 2);
     std::byte* out = device_out[b].data();
     if (k % windows == 0 && !c.key && plan_.late)
-      for (const gpu::Event& e : gpu.payloads_in[static_cast<int>(c.side)])
-        MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, e, 0));
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, gpu.payloads_in[static_cast<int>(c.side)], 0));
     OutputWindowArgs a = common;
     a.o_begin = o0;
     a.o_end = o0 + n;
@@ -809,7 +796,7 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
                 const CopartContext& context, JoinResult& result) {
   MGJOIN_EXPECTS(output != OutputMode::Ranges, "the co-partitioned flow has no ranges output");
   const auto t0 = Clock::now();
-  Flow flow(r, s, plan, output, context);
+  Flow flow(r, s, plan, context);
   flow.transfer(Side::R);
   flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
   flow.transfer(Side::S);

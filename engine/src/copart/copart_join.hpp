@@ -16,6 +16,7 @@
 #include <mgjoin/join.hpp>
 #include <mgjoin/types.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -54,6 +55,8 @@ struct CopartPlan {
   std::int64_t chunk_rows = 0;  ///< per GPU per round
   Side probe = Side::S;         ///< Y of the resident join (the smaller relation): output in its order
   bool late = false;            ///< PayloadFlow::Late: payloads cross after the keys, gathered on output
+  /// Late payloads, g > 1: per side, rows of each GPU's gather map (0: none)
+  std::array<std::uint64_t, 2> map_rows{};
   std::uint64_t window_rows = 0;  ///< output rows per window (materialize)
   std::vector<GpuBudget> budget;  ///< per GPU
   std::uint64_t device_bytes = 0;  ///< what each GPU has

@@ -37,15 +37,15 @@ std::string gib(std::uint64_t bytes) {
   return buf;
 }
 
-/// Rows of `side` that land on one GPU over the whole transfer, copies included (the gather maps).
-std::uint64_t landed_rows(const CopartPlan& p, Side side, std::int64_t n, int gpus) {
+/// Rows of a relation of `n` rows that land on one GPU over the whole transfer: a fixed stride of
+/// chunk_rows × the most copies of a tuple per round (each chunk's gather map starts at its stride).
+std::uint64_t landed_rows(const CopartPlan& p, int side, std::int64_t n, int gpus) {
   const auto per_round = static_cast<std::uint64_t>(p.chunk_rows) * gpus;
   const std::uint64_t rounds = (u64(n) + per_round - 1) / per_round;
-  return rounds * u64(p.chunk_rows) * p.sizes.max_copies[static_cast<int>(side)];
+  return rounds * u64(p.chunk_rows) * p.sizes.max_copies[side];
 }
 
-GpuBudget budget_for(const CopartPlan& p, int d, int gpus, const std::int64_t (&n)[2], OutputMode output,
-                     const ScratchSizes& scratch) {
+GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, const ScratchSizes& scratch) {
   GpuBudget b;
   const std::uint64_t rows[2] = {u64(p.sizes.bound[0][d]), u64(p.sizes.bound[1][d])};
   const Widths* w[2] = {&p.r, &p.s};
@@ -70,7 +70,7 @@ GpuBudget budget_for(const CopartPlan& p, int d, int gpus, const std::int64_t (&
       // The payloads cross after the sorts, through the same slots: they stay, with each chunk's gather map.
       b.held = slots;
       for (int side = 0; side < 2; ++side)
-        if (w[side]->payload_bytes) b.held += 4 * landed_rows(p, static_cast<Side>(side), n[side], gpus);
+        b.held += 4 * p.map_rows[side];
     } else {
       b.transfer += slots;
     }
@@ -87,10 +87,14 @@ GpuBudget budget_for(const CopartPlan& p, int d, int gpus, const std::int64_t (&
 
 /// Sizes every GPU's buffers for the plan; returns the GPU that needs the most.
 int size_buffers(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMode output, const ScratchSizes& scratch) {
+  for (int side = 0; side < 2; ++side) {
+    const bool mapped = p.late && gpus > 1 && (side == 0 ? p.r : p.s).payload_bytes;
+    p.map_rows[side] = mapped ? landed_rows(p, side, n[side], gpus) : 0;
+  }
   p.budget.clear();
   int tightest = 0;
   for (int d = 0; d < gpus; ++d) {
-    p.budget.push_back(budget_for(p, d, gpus, n, output, scratch));
+    p.budget.push_back(budget_for(p, d, gpus, output, scratch));
     if (p.budget.back().peak() > p.budget[tightest].peak()) tightest = d;
   }
   return tightest;
