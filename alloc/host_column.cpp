@@ -33,10 +33,29 @@ void* allocate_pageable(std::size_t bytes) {
 /// serves a request of at least half its size, so a small column does not hold a large block.
 class PinnedCache {
  public:
-  /// The process's cache; never destroyed, so no block is freed after CUDA has shut down at exit.
+  /// The process's cache. It is never destroyed, so that no block is freed after CUDA has shut down;
+  /// its blocks are freed at exit by drain(), which runs before CUDA's own teardown (below).
   static PinnedCache& instance() {
     static PinnedCache* cache = new PinnedCache(limit_from_environment());
     return *cache;
+  }
+
+  /// Registers drain() to run at exit. Called after the first pinned allocation, when the CUDA runtime
+  /// has registered its teardown; exit handlers run in reverse order, so drain() runs before it, and
+  /// the cached blocks are freed while CUDA can still free them (compute-sanitizer's leak check sees
+  /// none).
+  static void drain_at_exit() {
+    static std::once_flag once;
+    std::call_once(once, [] { std::atexit([] { instance().drain(); }); });
+  }
+
+  /// Frees the cached blocks; blocks given back afterwards are freed at once.
+  void drain() {
+    const std::lock_guard lock(mutex_);
+    for (const auto& [bytes, p] : blocks_) cudaFreeHost(p);
+    blocks_.clear();
+    cached_ = 0;
+    limit_ = 0;
   }
 
   /// A cached block of at least `bytes` (its size in *size), or nullptr.
@@ -86,6 +105,7 @@ void* allocate_pinned(std::size_t bytes, std::size_t* size) {
     cudaGetLastError();
     return nullptr;
   }
+  PinnedCache::drain_at_exit();
   *size = bytes;
   return p;
 }

@@ -4,10 +4,14 @@
 // payloads, counted and expanded pair by pair. Materialized and ranges outputs are compared as multisets
 // of (key, R payload, S payload) by an order-independent hash, and also tuple by tuple when small.
 //
-//   differential --cases 10000 [--seed S] [--gpus-max G] [--minutes M] [--case K]
+//   differential --cases 10000 [--seed S] [--gpus-max G] [--minutes M] [--case K] [--max-rows N]
+//                [--gpu-memory-limit-mib M]
 //
-// Prints the seed; a failing case prints its number and description, and `--seed S --case K` replays it
-// alone. Exit status 1 when any case mismatches or throws.
+// Prints the seed; a failing case prints its number and description, and `--seed S --case K` (with the
+// same --gpus-max and --max-rows) replays it alone. --max-rows caps each relation's rows and
+// --gpu-memory-limit-mib the GPU memory of cases that draw no limit, for runs under compute-sanitizer
+// (scripts/device-sanitize.sh), whose initcheck shadows every byte the engine allocates. Exit status 1
+// when any case mismatches or throws.
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -88,12 +93,12 @@ std::int64_t draw_rows(std::mt19937_64& rng) {
   }
 }
 
-Case draw_case(std::uint64_t seed, int gpus_max) {
+Case draw_case(std::uint64_t seed, int gpus_max, std::int64_t max_rows) {
   std::mt19937_64 rng(seed);
   Case c;
   c.seed = seed;
-  c.r_rows = draw_rows(rng);
-  c.s_rows = draw_rows(rng);
+  c.r_rows = std::min(draw_rows(rng), max_rows);
+  c.s_rows = std::min(draw_rows(rng), max_rows);
   c.key = pick(rng, {DType::Int32, DType::UInt32, DType::Int64, DType::UInt64});
   c.r_payload = pick(rng, {0, 4, 8, 8});
   c.s_payload = pick(rng, {0, 4, 8, 8});
@@ -299,12 +304,15 @@ Reference observed(const JoinResult& res, const Relation& r_sorted, const Relati
 
 class Engines {
  public:
+  /// `default_limit`: the GPU memory limit of cases that draw none (0: the engine's default).
+  explicit Engines(std::uint64_t default_limit) : default_limit_(default_limit) {}
+
   Engine& get(int gpus, std::uint64_t limit) {
     auto& e = engines_[{gpus, limit}];
     if (!e) {
       EngineOptions o;
       o.gpus = gpus;
-      o.gpu_memory_limit = limit;
+      o.gpu_memory_limit = limit != 0 ? limit : default_limit_;
       e = std::make_unique<Engine>(o);
     }
     return *e;
@@ -312,6 +320,7 @@ class Engines {
 
  private:
   std::map<std::pair<int, std::uint64_t>, std::unique_ptr<Engine>> engines_;
+  std::uint64_t default_limit_;
 };
 
 /// Runs one case; returns "" when it agrees with the reference, else what differs.
@@ -350,6 +359,8 @@ struct Args {
   int gpus_max = 0;
   double minutes = 0;
   long long only_case = -1;
+  std::int64_t max_rows = std::numeric_limits<std::int64_t>::max();
+  std::uint64_t gpu_memory_limit = 0;  ///< bytes, for cases that draw no limit; 0: the engine's default
 };
 
 Args parse(int argc, char** argv) {
@@ -364,7 +375,11 @@ Args parse(int argc, char** argv) {
     else if (flag == "--gpus-max") a.gpus_max = std::stoi(v);
     else if (flag == "--minutes") a.minutes = std::stod(v);
     else if (flag == "--case") a.only_case = std::stoll(v);
-    else throw InputError(flag + ": unknown option (--cases, --seed, --gpus-max, --minutes, --case)");
+    else if (flag == "--max-rows") a.max_rows = std::stoll(v);
+    else if (flag == "--gpu-memory-limit-mib") a.gpu_memory_limit = std::stoull(v) << 20;
+    else
+      throw InputError(flag + ": unknown option (--cases, --seed, --gpus-max, --minutes, --case, --max-rows, "
+                              "--gpu-memory-limit-mib)");
   }
   return a;
 }
@@ -376,7 +391,7 @@ int main(int argc, char** argv) try {
   std::printf("differential: seed %llu, %llu cases, up to %d GPUs\n", static_cast<unsigned long long>(args.seed),
               static_cast<unsigned long long>(args.cases), args.gpus_max);
   std::fflush(stdout);
-  Engines engines;
+  Engines engines(args.gpu_memory_limit);
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t ran = 0, failed = 0;
   std::map<std::string, std::uint64_t> by_kind;
@@ -384,7 +399,7 @@ int main(int argc, char** argv) try {
     if (args.only_case >= 0 && k != static_cast<std::uint64_t>(args.only_case)) continue;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (args.minutes > 0 && elapsed > args.minutes * 60) break;
-    const Case c = draw_case(mix(args.seed + k), args.gpus_max);
+    const Case c = draw_case(mix(args.seed + k), args.gpus_max, args.max_rows);
     std::string problem;
     try {
       problem = run_case(c, engines);

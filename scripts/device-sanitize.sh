@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs the GPU suites and the differential harness under compute-sanitizer's four tools (memcheck
+# with leak checking, racecheck, synccheck, initcheck) on a GPU machine, from a carried binary folder
+# (default .devbin, built by scripts/pack-devbin.sh). Sizes stay small enough to finish: the suites
+# run whole (their inputs are at most a few million rows) and the harness draws relations of at most
+# MGJOIN_SAN_ROWS rows.
+#
+#   MGJOIN_SAN_TOOLS="memcheck racecheck synccheck initcheck"  tools to run
+#   MGJOIN_SAN_SUITES="alloc topology io join sort cli e2e"     GPU suites (cli: the mgjoin processes too)
+#   MGJOIN_SAN_CASES=200  MGJOIN_SAN_ROWS=20000  MGJOIN_SAN_GPUS=2   the harness's cases
+#   MGJOIN_SAN_LIMIT_MIB=2048                                   the harness engines' GPU memory
+#   MGJOIN_SAN_TIMEOUT=300                                      seconds per run
+#   MGJOIN_SAN_FILTER                                           the suites' gtest filter; by default
+#     every test but those that provoke a CUDA API error on purpose (a backing larger than the GPU),
+#     which compute-sanitizer would report although the test checks that mgjoin reports it right
+#
+# Writes $OUT/sanitize-<tool>-<run>.log and prints, last, one line per run with compute-sanitizer's
+# error summary and the run's exit status; exits non-zero when any run reports an error or fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0
+B=${MGJOIN_BIN:-.devbin}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+built_in=${MGJOIN_BUILT_IN:-/work/main/build-lead}
+if [ ! -e "$built_in/mgjoin" ]; then mkdir -p "$(dirname "$built_in")"; ln -sfn "$PWD/$B" "$built_in"; fi
+
+tool_flags() {
+  case $1 in
+    memcheck) echo "--tool memcheck --leak-check full" ;;
+    racecheck) echo "--tool racecheck --racecheck-report all" ;;
+    initcheck) echo "--tool initcheck" ;;
+    *) echo "--tool $1" ;;
+  esac
+}
+
+summary=()
+bad=0
+run_one() {  # tool name command...
+  local tool=$1 name=$2; shift 2
+  local log="$OUT/sanitize-$tool-$name.log" start rc errors
+  start=$(date +%s)
+  # shellcheck disable=SC2046
+  timeout "${MGJOIN_SAN_TIMEOUT:-300}" "$san" $(tool_flags "$tool") --error-exitcode 86 --print-limit 50 \
+    --target-processes all "$@" > "$log" 2>&1
+  rc=$?
+  errors=$(grep -E '^========= (ERROR|LEAK|RACECHECK) SUMMARY' "$log" | tail -3 | sed 's/^========= //' | paste -sd';' -)
+  [ -n "$errors" ] || errors="no summary"
+  [ "$rc" -eq 0 ] || bad=1
+  summary+=("$tool $name rc=$rc ($(( $(date +%s) - start )) s): $errors")
+  echo "${summary[-1]}"
+}
+
+for tool in ${MGJOIN_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
+  for t in ${MGJOIN_SAN_SUITES:-alloc topology io join sort cli e2e}; do
+    run_one "$tool" "$t" "$B/${t}_gpu_tests" "--gtest_filter=${MGJOIN_SAN_FILTER:-*-*LargerThanTheGpu*}"
+  done
+  run_one "$tool" differential "$B/differential" --cases "${MGJOIN_SAN_CASES:-200}" \
+    --max-rows "${MGJOIN_SAN_ROWS:-20000}" --gpus-max "${MGJOIN_SAN_GPUS:-2}" \
+    --gpu-memory-limit-mib "${MGJOIN_SAN_LIMIT_MIB:-2048}" ${MGJOIN_SAN_SEED:+--seed $MGJOIN_SAN_SEED}
+done
+echo "== sanitize summary"
+printf '%s\n' "${summary[@]}"
+exit $bad
