@@ -1,5 +1,7 @@
 // HostColumn's memory (declared in core's <mgjoin/types.hpp>): pageable with huge pages, or pinned
 // through a cache of pinned blocks. It lives in alloc/, the one module that calls CUDA's allocators.
+#include "alloc/host_memory.hpp"
+
 #include <mgjoin/error.hpp>
 #include <mgjoin/types.hpp>
 
@@ -12,6 +14,8 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
+#include <utility>
 
 namespace mgjoin {
 
@@ -51,11 +55,17 @@ class PinnedCache {
 
   /// Frees the cached blocks; blocks given back afterwards are freed at once.
   void drain() {
+    release();
+    const std::lock_guard lock(mutex_);
+    limit_ = 0;
+  }
+
+  /// Frees the cached blocks (host memory is short); returns the bytes freed.
+  std::size_t release() {
     const std::lock_guard lock(mutex_);
     for (const auto& [bytes, p] : blocks_) cudaFreeHost(p);
     blocks_.clear();
-    cached_ = 0;
-    limit_ = 0;
+    return std::exchange(cached_, 0);
   }
 
   /// A cached block of at least `bytes` (its size in *size), or nullptr.
@@ -86,7 +96,7 @@ class PinnedCache {
   explicit PinnedCache(std::size_t limit) : limit_(limit) {}
 
   static std::size_t limit_from_environment() {
-    if (const char* v = std::getenv("MGJOIN_PINNED_CACHE_BYTES")) return std::strtoull(v, nullptr, 10);
+    if (const auto bytes = alloc::pinned_cache_bytes_from_environment()) return *bytes;
     return static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / 4;
   }
 
@@ -96,21 +106,38 @@ class PinnedCache {
   std::size_t limit_;
 };
 
-/// A pinned block of at least `bytes` (its size in *size): from the cache, else newly pinned; nullptr
-/// where CUDA has no driver or device (the CPU path).
-void* allocate_pinned(std::size_t bytes, std::size_t* size) {
-  if (void* p = PinnedCache::instance().take(bytes, size)) return p;
+/// A newly pinned block of `bytes`; nullptr where CUDA has no driver or device (the CPU path).
+void* allocate_pinned(std::size_t bytes) {
   void* p = nullptr;
   if (cudaMallocHost(&p, bytes) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }
   PinnedCache::drain_at_exit();
-  *size = bytes;
+  return p;
+}
+
+/// Columns from this size up are checked against the host memory that can be had before they are
+/// taken (a few /proc reads: negligible beside touching 64 MiB).
+constexpr std::size_t kCheckedBytes = 64ull << 20;
+
+/// New host memory for a column: refused with OutOfMemory, before it is taken, when the machine cannot
+/// hold it; pinned when asked and possible, else pageable.
+void* allocate_new(std::size_t bytes, DType type, std::int64_t size, MemoryKind* kind) {
+  if (bytes >= kCheckedBytes)
+    alloc::expect_host_memory(bytes, "a " + std::string(dtype_name(type)) + " column of " + std::to_string(size) + " rows");
+  void* p = *kind == MemoryKind::Pinned ? allocate_pinned(bytes) : nullptr;
+  if (!p) *kind = MemoryKind::Pageable;  // no driver or no device: pageable memory serves the CPU path
+  if (!p) p = allocate_pageable(bytes);
+  if (!p) throw OutOfMemory("host memory: cannot allocate " + alloc::format_bytes(bytes) + " for a column");
   return p;
 }
 
 }  // namespace
+
+namespace alloc {
+std::uint64_t release_pinned_cache() { return PinnedCache::instance().release(); }
+}  // namespace alloc
 
 void HostColumn::Free::operator()(void* p) const {
   if (!p) return;
@@ -122,14 +149,16 @@ void HostColumn::Free::operator()(void* p) const {
 
 HostColumn HostColumn::allocate(DType type, std::int64_t size, MemoryKind kind) {
   MGJOIN_EXPECTS(size >= 0, "negative column size");
+  // 2^58 rows of 8 bytes is past any host memory and keeps the rounding below from wrapping.
+  if (static_cast<std::uint64_t>(size) > (std::uint64_t{1} << 58) / dtype_size(type))
+    throw OutOfMemory("host memory: a " + std::string(dtype_name(type)) + " column of " + std::to_string(size) +
+                      " rows is past any host memory");
   HostColumn c;
   c.type_ = type;
   c.size_ = size;
   std::size_t bytes = std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
-  void* p = kind == MemoryKind::Pinned ? allocate_pinned(bytes, &bytes) : nullptr;
-  if (!p) kind = MemoryKind::Pageable;  // no driver or no device: pageable memory serves the CPU path
-  if (!p) p = allocate_pageable(bytes);
-  if (!p) throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+  void* p = kind == MemoryKind::Pinned ? PinnedCache::instance().take(bytes, &bytes) : nullptr;
+  if (!p) p = allocate_new(bytes, type, size, &kind);
   c.kind_ = kind;
   c.data_ = std::unique_ptr<void, Free>(p, Free{kind, bytes});
   return c;

@@ -2,7 +2,8 @@
 # Installs what the build needs and is missing, from Debian/Ubuntu packages.
 # The CUDA toolkit (nvcc, CCCL, NCCL) is expected under /usr/local/cuda.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ libhwloc-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3)
+# clang and its runtimes (libFuzzer, sanitizers) only build the .npy header fuzz test (tests/fuzz).
+pkgs=(cmake ninja-build g++ libhwloc-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3 clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

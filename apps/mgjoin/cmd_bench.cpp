@@ -4,6 +4,7 @@
 // paper's Section 4.1.2.
 #include "commands.hpp"
 #include "engine_options.hpp"
+#include "interrupt.hpp"
 
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
@@ -11,6 +12,7 @@
 #include <mgjoin/join.hpp>
 
 #include "benchmarks/pcie_rate.hpp"
+#include "alloc/host_memory.hpp"
 #include "alloc/stack_set.hpp"
 #include "host_merge/parallel_copy.hpp"
 #include "core/device.hpp"
@@ -19,10 +21,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,26 +48,57 @@ HostColumn copy_of(const HostColumn& c) {
   return out;
 }
 
-/// The generated relations stay untouched in pageable copies: every run sorts its inputs in place,
-/// so each run first restores the unsorted data (not timed).
-/// A single run (no warm-up, --repeat 1, no --verify) keeps no copy: it halves the host memory needed.
-struct Pristine {
-  HostColumn r_key, r_payload, s_key, s_payload;
-  bool kept = false;
-  Pristine(const GeneratedWorkload& w, bool keep) : kept(keep) {
-    if (!keep) return;
-    r_key = copy_of(w.r.key);
-    r_payload = copy_of(*w.r.payload);
-    s_key = copy_of(w.s.key);
-    s_payload = copy_of(*w.s.payload);
+/// How each run finds its inputs unsorted: the paper flow and the CPU path sort them in place (the
+/// co-partitioned flow leaves them untouched, and then nothing is restored). Pageable copies of the
+/// generated relations are copied back when the host has room for them beside the join; otherwise the
+/// generator writes the relations again (untimed; slower, but it takes no memory). A single run (no
+/// warm-up, --repeat 1, no --verify) restores nothing.
+class Pristine {
+ public:
+  Pristine(const WorkloadSpec& spec, const GeneratedWorkload& w, bool needed) : spec_(spec), needed_(needed) {
+    if (!needed) return;
+    const HostColumn* columns[] = {&w.r.key, &*w.r.payload, &w.s.key, &*w.s.payload};
+    std::uint64_t inputs = 0;
+    for (const HostColumn* c : columns) inputs += c->bytes();
+    // Beside the copies, the paper flow's merge buffers may take the larger relation again.
+    const std::uint64_t merge = std::max(w.r.key.bytes() + w.r.payload->bytes(), w.s.key.bytes() + w.s.payload->bytes());
+    try {
+      alloc::expect_host_memory(inputs + merge, "copies of the generated inputs, beside the join's merge buffers");
+    } catch (const OutOfMemory& e) {
+      std::fprintf(stderr, "mgjoin bench: runs regenerate their inputs (untimed) instead of copying them back: %s\n",
+                   e.what());
+      return;
+    }
+    for (const HostColumn* c : columns) copies_.push_back(copy_of(*c));
   }
-  void restore(GeneratedWorkload& w) const {
-    if (!kept) return;
-    host_merge::parallel_copy(w.r.key.data(), r_key.data(), r_key.bytes());
-    host_merge::parallel_copy(w.r.payload->data(), r_payload.data(), r_payload.bytes());
-    host_merge::parallel_copy(w.s.key.data(), s_key.data(), s_key.bytes());
-    host_merge::parallel_copy(w.s.payload->data(), s_payload.data(), s_payload.bytes());
+
+  /// Whether restore() can put the inputs back (else they must not be written).
+  bool can_restore() const { return needed_; }
+
+  /// Records that the inputs were written: by a run of `strategy`, or by something else (nullopt).
+  void written(std::optional<JoinStrategy> strategy = std::nullopt) {
+    dirty_ = dirty_ || strategy != JoinStrategy::CoPartitioned;
   }
+
+  /// Puts the unsorted inputs back when something wrote them.
+  void restore(GeneratedWorkload& w) {
+    if (!dirty_) return;
+    MGJOIN_EXPECTS(needed_, "the bench's inputs were written but cannot be restored");
+    if (copies_.empty()) {
+      generate_workload_into(spec_, w.r.view(), w.s.view());
+    } else {
+      HostColumn* to[] = {&w.r.key, &*w.r.payload, &w.s.key, &*w.s.payload};
+      for (std::size_t i = 0; i < copies_.size(); ++i)
+        host_merge::parallel_copy(to[i]->data(), copies_[i].data(), copies_[i].bytes());
+    }
+    dirty_ = false;
+  }
+
+ private:
+  WorkloadSpec spec_;
+  bool needed_;
+  std::vector<HostColumn> copies_;
+  bool dirty_ = false;
 };
 
 struct BenchArgs {
@@ -89,7 +124,7 @@ struct Summary {
 /// Host-to-device and device-to-host rates of all the engine's GPUs at once, measured before the joins
 /// with up to 1 GiB per GPU out of (and, for D2H, into) the generated pinned input, which the runs
 /// restore before they start. Zero where the GPUs have no room left beside the engine's stacks.
-void measure_pcie(const Engine& engine, GeneratedWorkload& w, bool input_restored, Summary& sum) {
+void measure_pcie(const Engine& engine, GeneratedWorkload& w, Pristine& pristine, Summary& sum) {
   const std::vector<int>& devices = engine.devices();
   const std::uint64_t per_gpu = std::min<std::uint64_t>(1ull << 30, w.s.key.bytes() / devices.size()) & ~std::uint64_t{4095};
   if (per_gpu == 0) return;
@@ -99,26 +134,28 @@ void measure_pcie(const Engine& engine, GeneratedWorkload& w, bool input_restore
     auto* host = static_cast<std::byte*>(w.s.key.data());
     sum.h2d_gbps = per_gpu * devices.size() / bench::measured_copy_seconds(devices, host, per_gpu, stacks.view(),
                                                                           cudaMemcpyHostToDevice) / 1e9;
-    if (input_restored)
+    if (pristine.can_restore()) {
+      pristine.written();
       sum.d2h_gbps = per_gpu * devices.size() / bench::measured_copy_seconds(devices, host, per_gpu, stacks.view(),
                                                                             cudaMemcpyDeviceToHost) / 1e9;
+    }
   } catch (const Error& e) {
     std::fprintf(stderr, "mgjoin bench: PCIe rates not measured (%s); the floor uses the assumed rate\n", e.what());
   }
 }
 
-Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, GeneratedWorkload& w,
-                  const Pristine& pristine) {
+Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, GeneratedWorkload& w, Pristine& pristine) {
   Summary sum;
   std::unique_ptr<Engine> engine;
   if (use_gpus) {
     engine = std::make_unique<Engine>(options);
     sum.gpus = static_cast<int>(engine->devices().size());
-    if (a.h2d_gbps <= 0) measure_pcie(*engine, w, pristine.kept, sum);
+    if (a.h2d_gbps <= 0) measure_pcie(*engine, w, pristine, sum);
   }
   for (int i = 0; i < a.warmup + a.repeat; ++i) {
     pristine.restore(w);
     JoinResult res = engine ? engine->join(w.r.view(), w.s.view(), options) : join(w.r.view(), w.s.view(), options);
+    pristine.written(res.strategy);
     if (!a.json)
       std::fprintf(stderr, "mgjoin bench: %s run %d: %.4f s, %llu matches\n", i < a.warmup ? "warm-up" : "timed",
                    i < a.warmup ? i + 1 : i - a.warmup + 1, res.seconds, static_cast<unsigned long long>(res.count));
@@ -257,6 +294,8 @@ void add_bench_command(CLI::App& app) {
     const WorkloadSpec& spec = a.workload.finish();
     MGJOIN_INPUT_EXPECTS(a.repeat >= 1, "--repeat " + std::to_string(a.repeat) + ": must be at least 1");
     MGJOIN_INPUT_EXPECTS(a.warmup >= 0, "--warmup " + std::to_string(a.warmup) + ": must be 0 or more");
+    MGJOIN_INPUT_EXPECTS(std::isfinite(a.h2d_gbps) && a.h2d_gbps >= 0,
+                         "--h2d-gbps " + number_text(a.h2d_gbps) + ": must be a rate in GB/s (or 0: measure it)");
     static const std::map<std::string, OutputMode> outputs{
         {"count", OutputMode::Count}, {"ranges", OutputMode::Ranges}, {"materialize", OutputMode::Materialize}};
     const auto out = outputs.find(a.output);
@@ -264,12 +303,16 @@ void add_bench_command(CLI::App& app) {
     JoinOptions options;
     a.engine.apply(options);
     options.output = out->second;
-    if (!a.json) options.progress = terminal_progress();
+    options.progress = with_test_interrupt(a.json ? ProgressCallback{} : terminal_progress());
+    options.cancel = &interrupt_flag();
 
     const WorkloadShape shape = workload_shape(spec);
+    // A run over no rows times nothing, and its throughput would be 0/0.
+    MGJOIN_INPUT_EXPECTS(shape.r_rows > 0 && shape.s_rows > 0,
+                         "--scale " + number_text(spec.scale) + ": gives an empty relation; bench needs rows to join");
     const bool use_gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && gpu::device_count() > 0;
-    GeneratedWorkload w = generate_workload(spec, use_gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
-    const Pristine pristine(w, a.warmup + a.repeat > 1 || a.verify);
+    GeneratedWorkload w = a.workload.generate(use_gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
+    Pristine pristine(spec, w, a.warmup + a.repeat > 1 || a.verify);
     report(a, shape, run_bench(a, options, use_gpus, w, pristine));
   });
 }

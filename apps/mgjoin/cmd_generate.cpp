@@ -1,6 +1,7 @@
 // `mgjoin generate`: writes the paper's workload A or B (Table 2) as four .npy column files.
 #include "cli_options.hpp"
 #include "commands.hpp"
+#include "interrupt.hpp"
 
 #include <mgjoin/generate.hpp>
 #include <mgjoin/io.hpp>
@@ -29,7 +30,7 @@ void run_generate(GenerateArgs& args) {
   prepare_output_directory(dir, "--out-dir");  // fail before spending time generating
 
   const auto t0 = std::chrono::steady_clock::now();
-  GeneratedWorkload w = generate_workload(spec, MemoryKind::Pageable, terminal_progress());
+  GeneratedWorkload w = args.workload.generate(MemoryKind::Pageable, terminal_progress());
   const double gen_s = seconds_since(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
@@ -38,6 +39,7 @@ void run_generate(GenerateArgs& args) {
   files.push_back(stage_column(dir / "r_payload.npy", w.r.payload->view()));
   files.push_back(stage_column(dir / "s_key.npy", w.s.key.view()));
   files.push_back(stage_column(dir / "s_payload.npy", w.s.payload->view()));
+  throw_if_interrupted();  // the staged files are removed as they go out of scope
   commit_all(files);
   const double write_s = seconds_since(t1);
 

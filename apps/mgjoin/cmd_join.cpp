@@ -3,6 +3,7 @@
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "engine_options.hpp"
+#include "interrupt.hpp"
 
 #include <mgjoin/error.hpp>
 #include <mgjoin/io.hpp>
@@ -128,7 +129,8 @@ JoinOptions join_options(const JoinArgs& args) {
   for (const int id : o.gpu_ids)
     MGJOIN_INPUT_EXPECTS(id >= 0, "--gpu-ids: GPU id " + std::to_string(id) + " is negative");
   o.output = args.count_only ? OutputMode::Count : OutputMode::Materialize;
-  o.progress = terminal_progress();
+  o.progress = with_test_interrupt(terminal_progress());
+  o.cancel = &interrupt_flag();
   return o;
 }
 
@@ -138,6 +140,7 @@ std::vector<std::string> write_outputs(const fs::path& dir, const JoinResult& re
   files.push_back(stage_column(dir / "key.npy", result.key.view()));
   if (r_payload) files.push_back(stage_column(dir / "r_payload.npy", result.r_payload.view()));
   if (s_payload) files.push_back(stage_column(dir / "s_payload.npy", result.s_payload.view()));
+  throw_if_interrupted();  // the staged files are removed as they go out of scope
   commit_all(files);
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(f.final_path().string());
@@ -197,6 +200,7 @@ void run_join(const JoinArgs& args) {
   Relation r = read_relation(r_src, memory);
   Relation s = read_relation(s_src, memory);
   const double read_s = seconds_since(t_read);
+  throw_if_interrupted();
 
   const JoinResult result = join(r.view(), s.view(), options);
   std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.executor.c_str(),

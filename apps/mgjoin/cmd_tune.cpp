@@ -16,6 +16,7 @@
 #include "host_merge/parallel_copy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -91,6 +92,8 @@ void time_flows(topology::TuningFile& tuning, const topology::JoinTimer& time_jo
 }
 
 void run_tune(const TuneArgs& a) {
+  // CLI::Range lets nan through (every comparison with nan is false).
+  MGJOIN_INPUT_EXPECTS(!std::isnan(a.join_scale), "--join-scale nan: must be a number from 0 to 10");
   topology::set_verbose(a.verbose || topology::verbose());
   const topology::Topology t = topology::probe_topology();
   if (t.gpu_count() == 0) throw Error("no CUDA GPUs found: nothing to tune");

@@ -1,5 +1,6 @@
 // mgjoin: multi-GPU out-of-core sort-merge join. See README.md.
 #include "commands.hpp"
+#include "interrupt.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -38,10 +39,14 @@ int main(int argc, char** argv) {
   mgjoin::cli::add_bench_command(app);
   mgjoin::cli::add_topo_command(app);
   mgjoin::cli::add_tune_command(app);
+  mgjoin::cli::interrupt_flag();  // Ctrl-C from now on stops the command cleanly
   try {
     app.parse(argc, argv);  // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const mgjoin::Cancelled&) {
+    std::fprintf(stderr, "\nmgjoin: interrupted: stopped cleanly, no output was written\n");
+    return mgjoin::cli::kInterruptedExit;
   } catch (const mgjoin::InputError& e) {
     std::fprintf(stderr, "mgjoin: error: %s\n", in_cli_words(e.what()).c_str());
     return 2;

@@ -3,6 +3,7 @@
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 
+#include "alloc/host_memory.hpp"
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
 #include "engine/src/copart/copart_join.hpp"
@@ -13,6 +14,7 @@
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
 #include "host_merge/multiway_merge.hpp"
+#include "core/cancel.hpp"
 #include "core/device.hpp"
 #include "p2p/nccl_comms.hpp"
 #include "p2p/peer_access.hpp"
@@ -194,7 +196,37 @@ struct Engine::Impl {
     const std::uint64_t ranges = std::min({rows, srows, (rows + srows + 2 * g - 1) / (2 * g) + 1});
     const std::uint64_t bound = std::min(kMaxRangeBytes / g, ranges * sizeof(MatchRange) + kMinRangeBytes);
     if (range_stacks[0].capacity() >= bound) return;
+    alloc::expect_host_memory((bound - range_stacks[0].capacity()) * g, "the join phase's pinned range buffers");
     make_range_stacks(bound);
+  }
+
+  /// Host memory the paper flow takes beside its inputs before it knows its output: the merge buffers
+  /// of a relation sorted in several chunksets. Checked before the sort phase, so that a join that
+  /// cannot fit is refused before it has done anything.
+  void expect_merge_memory(const RelationView& r, const RelationView& s, const sort::SortPlan& plan) const {
+    std::uint64_t keys = 0, payloads = 0;
+    for (const auto& [rel, k] : {std::pair{&r, plan.k_r}, std::pair{&s, plan.k_s}}) {
+      if (k <= 1) continue;
+      keys = std::max<std::uint64_t>(keys, rel->key.bytes());
+      if (rel->payload) payloads = std::max<std::uint64_t>(payloads, rel->payload->bytes());
+    }
+    const auto more = [](std::uint64_t want, std::uint64_t have) { return want > have ? want - have : 0; };
+    const std::uint64_t needed = more(keys, merge_buffers.keys.bytes()) + more(payloads, merge_buffers.payloads.bytes());
+    if (needed > 0) alloc::expect_host_memory(needed, "the merge phase's buffers (the inputs take several chunksets)");
+  }
+
+  /// One join on this engine (Engine::join_checked's body, inside its cancel scope and pins).
+  JoinResult run(RelationView r, RelationView s, const JoinOptions& options);
+
+  /// Waits for every GPU's work: an error or a cancellation unwinds with copies in flight, which must
+  /// finish before the caller's memory (inputs, pinned stacks) is unpinned, freed or reused.
+  void synchronize() const noexcept {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    for (const int d : devices)
+      if (cudaSetDevice(d) == cudaSuccess) cudaDeviceSynchronize();
+    cudaSetDevice(previous);
+    cudaGetLastError();
   }
 };
 
@@ -230,6 +262,13 @@ std::uint64_t Engine::device_bytes() const { return impl_->device_bytes; }
 
 namespace {
 
+/// Refuses, before any output column is taken, a materialized output the host cannot hold.
+void expect_output_memory(std::uint64_t rows, const RelationView& r, const RelationView& s) {
+  const std::uint64_t row_bytes = dtype_size(r.key.type) + (r.payload ? dtype_size(r.payload->type) : 0) +
+                                  (s.payload ? dtype_size(s.payload->type) : 0);
+  alloc::expect_host_rows(rows, row_bytes, "the join's output (" + std::to_string(rows) + " rows)");
+}
+
 /// Why the paper flow runs when the co-partitioned one is not even tried; empty when it is to be tried.
 /// @throw InputError when the co-partitioned flow was asked for an output it does not make.
 std::string paper_only_reason(const JoinOptions& options) {
@@ -245,6 +284,7 @@ std::string paper_only_reason(const JoinOptions& options) {
 
 JoinResult Engine::join(RelationView r, RelationView s, const JoinOptions& options) {
   validate_relations(r, s);
+  alloc::check_host_memory_environment();
   return join_checked(r, s, options);
 }
 
@@ -254,18 +294,34 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
   MGJOIN_INPUT_EXPECTS(asked == EngineOptions{} || asked == e.made_with,
                        "JoinOptions::gpus: this join asks for other GPUs, memory or tuning file than its Engine was "
                        "made with (EngineOptions are fixed per Engine: make another one)");
+  const detail::CancelScope cancel(options.cancel);
+  const HostPin input_pins[] = {{r.key.data, r.key.bytes()},
+                                {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
+                                {s.key.data, s.key.bytes()},
+                                {s.payload ? s.payload->data : nullptr, s.payload ? s.payload->bytes() : 0}};
+  try {
+    return e.run(r, s, options);
+  } catch (...) {
+    e.synchronize();  // before the pins above go and the stacks serve another join
+    throw;
+  }
+}
+
+JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& options) {
+  Impl& e = *this;
   const auto start = Clock::now();
+  // Every progress report is a cancellation point.
+  const auto report = [&](const char* phase, double fraction) {
+    detail::throw_if_cancelled();
+    if (options.progress) options.progress(phase, fraction);
+  };
   std::string reason = paper_only_reason(options);
   const auto* tuned = e.tuning ? e.tuning->best_for(static_cast<int>(e.devices.size())) : nullptr;
   if (reason.empty() && options.strategy == JoinStrategy::Auto && tuned && tuned->flow == "paper" &&
       std::is_permutation(tuned->gpus.begin(), tuned->gpus.end(), e.devices.begin(), e.devices.end()))
     reason = "paper flow: the tuning file timed it faster on this GPU set";
-  const HostPin input_pins[] = {{r.key.data, r.key.bytes()},
-                                {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
-                                {s.key.data, s.key.bytes()},
-                                {s.payload ? s.payload->data : nullptr, s.payload ? s.payload->bytes() : 0}};
   if (reason.empty()) {
-    if (options.progress) options.progress("plan", 0);
+    report("plan", 0);
     const copart::CopartPlan plan = copart::plan_copart(r, s, static_cast<int>(e.devices.size()), options.output,
                                                         e.device_bytes, copart::device_scratch_sizes(), options.payloads);
     const double plan_seconds = seconds_since(start);
@@ -275,10 +331,10 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
                              "); ask for the paper flow or auto, or more GPUs");
     if (plan.fits) {
       try {
-        if (options.progress) options.progress("co-partitioned join", 0);
+        report("co-partitioned join", 0);
         JoinResult result = e.join_copart(r, s, plan, options);
         result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", plan_seconds, 0, 0});
-        if (options.progress) options.progress("done", 1);
+        report("done", 1);
         result.seconds = seconds_since(start);
         return result;
       } catch (const copart::PlanMissed& missed) {
@@ -290,7 +346,7 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
   detail::PhaseRanges ranges;  // NVTX: one profiler range per phase
   const auto progress = [&](const char* phase, double fraction) {
     if (fraction < 1) ranges.mark(phase);
-    if (options.progress) options.progress(phase, fraction);
+    report(phase, fraction);
   };
   const SortStrategy strategy = e.resolve_strategy(options.sort);
   JoinResult result;
@@ -305,6 +361,7 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
                        "JoinOptions::gpu_memory_limit: " + std::to_string(e.device_bytes) + " bytes per GPU would cut a relation into " +
                            std::to_string(std::max(plan.k_r, plan.k_s)) + " chunksets; the merge phase takes at most " +
                            std::to_string(host_merge::kMaxRuns) + " (raise the limit or use more GPUs)");
+  e.expect_merge_memory(r, s, plan);
   const p2p::NcclComms* comms = e.comms_for(options.exchange);
 
   // Sort phase of R and S in one pipeline (S's first chunkset arrives while R's last one is sorted),
@@ -337,6 +394,7 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
   std::uint64_t output_bytes = 0;
   if (options.output == OutputMode::Materialize) {
     progress("materialize", 0);
+    expect_output_memory(joined.count, r, s);
     const auto t = Clock::now();
     auto columns = detail::materialize(joined.ranges, r.key,
                                        r.payload ? std::optional<ColumnView>(*r.payload) : std::nullopt,

@@ -4,8 +4,10 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
 
+#include "alloc/host_memory.hpp"
 #include "engine/src/join/cpu_join.hpp"
 #include "engine/src/sort/merge_sort.hpp"
+#include "core/cancel.hpp"
 #include "core/device.hpp"
 
 #include <string>
@@ -41,7 +43,13 @@ bool sort_strategy_supported(SortStrategy s, int gpus) {
 
 namespace {
 JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
-  JoinResult result = detail::cpu_join(r, s, options);
+  const detail::CancelScope cancel(options.cancel);
+  JoinOptions checked = options;  // every progress report is a cancellation point, as on the GPUs
+  checked.progress = [&options](const std::string& phase, double fraction) {
+    detail::throw_if_cancelled();
+    if (options.progress) options.progress(phase, fraction);
+  };
+  JoinResult result = detail::cpu_join(r, s, checked);
   result.strategy = JoinStrategy::Paper;
   result.strategy_reason = "CPU path (no GPUs asked for, or none on this machine)";
   return result;
@@ -50,10 +58,12 @@ JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) 
 
 JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
   validate_relations(r, s);
+  alloc::check_host_memory_environment();
   const bool gpus_named = options.gpus > 0 || !options.gpu_ids.empty();
   if (options.gpus == 0 && options.gpu_ids.empty()) return cpu_path(r, s, options);
   if (gpu::device_count() == 0) {
-    MGJOIN_INPUT_EXPECTS(!gpus_named, "JoinOptions::gpus: GPUs were asked for but no CUDA GPU was found on this machine");
+    MGJOIN_INPUT_EXPECTS(!gpus_named, std::string(options.gpu_ids.empty() ? "JoinOptions::gpus" : "JoinOptions::gpu_ids") +
+                                          ": GPUs were asked for but no CUDA GPU was found on this machine");
     return cpu_path(r, s, options);  // the default (all GPUs) on a machine without any
   }
   Engine engine(options);

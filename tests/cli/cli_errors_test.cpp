@@ -91,6 +91,7 @@ TEST_F(CliErrors, OutputModeRequired) {
 TEST_F(CliErrors, GpusAskedForOnAMachineWithoutThem) {
   if (test::gpu_count() > 0) GTEST_SKIP() << "this machine has GPUs";
   expect_error("join --r-dir b --s-dir b --gpus 2 --count", {"--gpus", "no CUDA GPU"});
+  expect_error("join --r-dir b --s-dir b --gpu-ids 1 --count", {"--gpu-ids", "no CUDA GPU"});
 }
 
 TEST_F(CliErrors, InvalidJoinOptions) {

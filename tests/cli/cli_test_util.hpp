@@ -37,10 +37,12 @@ class CliTest : public TempDirTest {
  protected:
   std::string path(const std::string& name) const { return (dir() / name).string(); }
 
-  /// Runs `mgjoin <args>` with the temp dir as working directory.
-  CliResult mgjoin(const std::string& args) const {
+  /// Runs `mgjoin <args>` with the temp dir as working directory; `prefix` goes before the program in
+  /// the shell command ("env A=1 ", "ulimit -f 64; ").
+  CliResult mgjoin(const std::string& args, const std::string& prefix = "") const {
     const std::string err_file = (dir() / ".stderr").string();
-    const std::string cmd = "cd '" + dir().string() + "' && '" MGJOIN_CLI_PATH "' " + args + " 2>'" + err_file + "'";
+    const std::string cmd =
+        "cd '" + dir().string() + "' && " + prefix + "'" MGJOIN_CLI_PATH "' " + args + " 2>'" + err_file + "'";
     CliResult r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;

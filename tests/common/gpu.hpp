@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
+
 namespace mgjoin::test {
 
 /// Number of usable GPUs; 0 where there is no driver or no device (as in CI).
@@ -14,6 +16,16 @@ inline int gpu_count() {
   }
   return n;
 }
+
+/// Every test binary that includes this header sets NCCL_NVLS_ENABLE=0 before its first test: NVLink
+/// multicast can take a shared host's GPUs out of service (DEVICE.md). An inline variable: registered
+/// once per binary, however many files include it.
+class NoNvlsEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { setenv("NCCL_NVLS_ENABLE", "0", 1); }
+};
+[[maybe_unused]] inline ::testing::Environment* const no_nvls_environment =
+    ::testing::AddGlobalTestEnvironment(new NoNvlsEnvironment);
 
 }  // namespace mgjoin::test
 

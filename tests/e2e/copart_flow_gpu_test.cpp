@@ -27,12 +27,6 @@
 namespace mgjoin::test {
 namespace {
 
-class NoNvls : public ::testing::Environment {
- public:
-  void SetUp() override { setenv("NCCL_NVLS_ENABLE", "0", 1); }
-};
-[[maybe_unused]] ::testing::Environment* const no_nvls = ::testing::AddGlobalTestEnvironment(new NoNvls);
-
 template <class Key>
 using KeyMaker = std::function<std::vector<Key>(std::mt19937_64&, std::size_t rows, bool is_s)>;
 

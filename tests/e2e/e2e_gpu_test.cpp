@@ -23,15 +23,6 @@
 namespace mgjoin::test {
 namespace {
 
-/// NVLink SHARP (NVLS) multicast must stay off on the GPU machine (DEVICE.md); NCCL reads this when
-/// the first communicator is made, which is after every test's start.
-class NcclEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { setenv("NCCL_NVLS_ENABLE", "0", 1); }
-};
-[[maybe_unused]] ::testing::Environment* const nccl_environment =
-    ::testing::AddGlobalTestEnvironment(new NcclEnvironment);
-
 enum class Memory : std::uint8_t { InCore, OutOfCore };
 
 struct GpuCase {

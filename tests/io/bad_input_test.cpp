@@ -61,7 +61,7 @@ TEST_F(BadInput, NotNpyBadMagic) {
 
 TEST_F(BadInput, EmptyFileIsNotNpy) {
   write_file_bytes(dir() / "empty.npy", "");
-  expect_input_error([&] { read_column(dir() / "empty.npy"); }, dir() / "empty.npy", "bad magic");
+  expect_input_error([&] { read_column(dir() / "empty.npy"); }, dir() / "empty.npy", "empty file");
 }
 
 TEST_F(BadInput, UnsupportedVersion) {

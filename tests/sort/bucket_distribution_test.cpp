@@ -87,7 +87,7 @@ Simulation simulate(std::vector<Keys> secondary, int key_bits, std::int64_t chun
 }
 
 /// Splits `all` into g near-equal chunks, runs the model, and checks a sorted permutation came out with
-/// no GPU above its even share plus ε·chunk.
+/// no GPU above what its buffer holds: the plan's chunk (at least the even share) plus ε·chunk.
 Simulation check_sort(const Keys& all, int g, int key_bits, std::int64_t chunk = 0) {
   const auto n = static_cast<std::int64_t>(all.size());
   if (chunk == 0) chunk = std::max<std::int64_t>(1, (n + g - 1) / g);
@@ -102,7 +102,7 @@ Simulation check_sort(const Keys& all, int g, int key_bits, std::int64_t chunk =
   Keys expected = all;
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(out, expected);
-  const std::int64_t cap = (n + g - 1) / g + static_cast<std::int64_t>(std::floor(kEpsilon * chunk));
+  const std::int64_t cap = std::max((n + g - 1) / g, chunk) + static_cast<std::int64_t>(std::floor(kEpsilon * chunk));
   for (const auto size : sim.plan.dest_sizes) EXPECT_LE(size, cap);
   return sim;
 }
@@ -142,6 +142,28 @@ TEST(BucketDistribution, AllKeysEqualAreSplitByCount) {
     }
   }
   check_sort(Keys(999, 7), 3, 32);
+}
+
+// A last chunkset far smaller than the plan's chunk whose keys crowd into one top-level bucket: the
+// bucket fits one GPU's buffer (chunk + ε·chunk), so it is not spanning. Measuring the room from the
+// small chunkset's own even share refined it down to its last byte: 7 rounds for 64-bit keys.
+TEST(BucketDistribution, SmallLastChunksetCrowdedIntoOneBucketNeedsNoRefinement) {
+  constexpr std::int64_t chunk = 1'000'000;  // the plan's chunk per GPU; ε·chunk = 5000
+  Keys low_byte(20'000);
+  for (std::size_t i = 0; i < low_byte.size(); ++i) low_byte[i] = 0x1234567890ABCD00ull | ((i * 37) & 0xFF);
+  for (int g : {2, 3, 4}) {
+    EXPECT_EQ(check_sort(Keys(20'000, 0x8000000000000123ull), g, 64, chunk).rounds, 0) << "one hot key, g = " << g;
+    EXPECT_EQ(check_sort(low_byte, g, 64, chunk).rounds, 0) << "keys differing in the low byte, g = " << g;
+  }
+  EXPECT_EQ(check_sort(Keys(9'000, 77u), 4, 32, chunk).rounds, 0) << "32-bit keys";
+}
+
+TEST(BucketDistribution, CrowdedBucketLargerThanAGpuBufferIsStillRefined) {
+  // 25000 equal keys on 4 GPUs with chunks of 10000: no GPU holds them all (10050), so the bucket is
+  // refined down to the single key and split by count.
+  const auto sim = check_sort(Keys(25'000, 0x42), 4, 64, 10'000);
+  EXPECT_EQ(sim.rounds, 7);
+  for (const auto size : sim.plan.dest_sizes) EXPECT_LE(std::llabs(size - 25'000 / 4), 1);
 }
 
 TEST(BucketDistribution, OneKeyHoldingHalfTheTuples) {

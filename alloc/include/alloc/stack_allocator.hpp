@@ -24,6 +24,7 @@
 //   alloc::run_cub(stack, [&](void* t, std::size_t& b) { return cub::DeviceRadixSort::SortPairs(t, b, ...); });
 #include "alloc/backings.hpp"
 #include "alloc/detail/stack_ledger.hpp"
+#include "alloc/fault_injection.hpp"
 
 #include <concepts>
 #include <cstddef>
@@ -50,7 +51,10 @@ class StackAllocator {
   StackAllocator& operator=(const StackAllocator&) = delete;
 
   /// An aligned block of `bytes` at the top of the stack. Throws mgjoin::OutOfMemory when it does not fit.
-  void* allocate(std::size_t bytes) { return ledger_.allocate(bytes); }
+  void* allocate(std::size_t bytes) {
+    fault::check(backing_.device(), ledger_.name());
+    return ledger_.allocate(bytes);
+  }
   /// Frees a block from allocate() (any order; nullptr is ignored).
   void deallocate(void* p) noexcept { ledger_.deallocate(p); }
 

@@ -31,8 +31,15 @@ class CudaError : public Error {
   cudaError_t code_;
 };
 
-/// A stack allocator ran out of space (see alloc/stack_allocator.hpp).
+/// A stack allocator ran out of space (see alloc/stack_allocator.hpp), or host memory cannot hold what a
+/// join or column needs (checked before the memory is taken).
 class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The join was stopped through JoinOptions::cancel. Everything it took is freed, nothing is output.
+class Cancelled : public Error {
  public:
   using Error::Error;
 };

@@ -54,7 +54,7 @@ struct RelationView {
 /// Where an owning host column lives. Pinned memory is page-locked for fast DMA to GPUs. Pinning costs
 /// about a second per ten gigabytes (the driver locks every page), so pinned blocks freed by columns
 /// are kept for the next pinned allocation of a similar size, up to MGJOIN_PINNED_CACHE_BYTES in all
-/// (environment; default a quarter of physical memory, 0 = keep none).
+/// (environment: bytes, K/M/G/T suffixes; default a quarter of physical memory, 0 = keep none).
 enum class MemoryKind : std::uint8_t { Pageable, Pinned };
 
 /// Owning column in host memory (pageable or pinned), 64-byte aligned.

@@ -8,6 +8,7 @@
 // Every matching (r, s) pair appears exactly once (m:n joins included). Counts are 64-bit.
 #include <mgjoin/types.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -39,6 +40,11 @@ enum class JoinStrategy : std::uint8_t { Auto, Paper, CoPartitioned };
 /// - Auto: Late when it fits the GPUs' memory, else Carry.
 enum class PayloadFlow : std::uint8_t { Auto, Carry, Late };
 
+namespace detail {
+/// Throws InputError: a range of `r_rows` x `s_rows` has 2^64 or more tuples (MatchRange::tuples).
+[[noreturn]] void throw_tuples_overflow(std::uint64_t r_rows, std::uint64_t s_rows);
+}  // namespace detail
+
 /// A matching key range in the *sorted* R and S: rows [r_begin, r_end) of R match rows
 /// [s_begin, s_end) of S, producing (r_end - r_begin) * (s_end - s_begin) output tuples.
 struct MatchRange {
@@ -49,7 +55,14 @@ struct MatchRange {
   constexpr MatchRange() noexcept {}  // NOLINT: no member initializers, see above
   constexpr MatchRange(std::uint64_t rb, std::uint64_t re, std::uint64_t sb, std::uint64_t se) noexcept
       : r_begin(rb), r_end(re), s_begin(sb), s_end(se) {}
-  constexpr std::uint64_t tuples() const { return (r_end - r_begin) * (s_end - s_begin); }
+  /// Output tuples of the range.
+  /// @throw InputError when they are 2^64 or more (both runs of 2^32 rows or more): not a 64-bit count.
+  constexpr std::uint64_t tuples() const {
+    const std::uint64_t r_rows = r_end - r_begin, s_rows = s_end - s_begin;
+    const auto exact = __extension__ static_cast<unsigned __int128>(r_rows) * s_rows;  // GCC and Clang
+    if (exact >> 64) detail::throw_tuples_overflow(r_rows, s_rows);
+    return static_cast<std::uint64_t>(exact);
+  }
   friend constexpr bool operator==(const MatchRange&, const MatchRange&) = default;
 };
 
@@ -79,7 +92,12 @@ struct JoinOptions : EngineOptions {
   OutputMode output = OutputMode::Materialize;
   JoinStrategy strategy = JoinStrategy::Auto;
   PayloadFlow payloads = PayloadFlow::Auto;  ///< co-partitioned, materialized joins
-  ProgressCallback progress;  ///< optional
+  ProgressCallback progress;  ///< optional; every report is also a cancellation point
+  /// Optional: set it (from any thread, or a signal handler: it is lock-free) to stop the join. The
+  /// join throws mgjoin::Cancelled at its next cancellation point (between chunksets, rounds and
+  /// phases), having waited for its GPU work and freed what it took; nothing is output. The paper flow
+  /// and the CPU path may leave the inputs permuted (they sort in place), never with rows lost.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Time and traffic of one phase ("sort.h2d", "sort.exchange", "merge", "join.kernel", ...).
@@ -111,8 +129,10 @@ bool sort_strategy_supported(SortStrategy s, int gpus);
 /// Joins R and S on key equality. The paper flow sorts the inputs in place (keys with their payloads):
 /// ranges in OutputMode::Ranges index into the sorted inputs. The co-partitioned flow leaves them
 /// untouched; the CPU path sorts them in place.
-/// @throw InputError when key types differ, a payload's length differs from its key's, or a
-///        requested GPU does not exist.
+/// @throw InputError when key types differ, a payload's length differs from its key's, a requested GPU
+///        does not exist, or the output has 2^64 or more tuples (its count is not a 64-bit number);
+///        OutOfMemory when host memory cannot hold what the join needs (checked before it is taken);
+///        Cancelled when options.cancel was set.
 JoinResult join(RelationView r, RelationView s, const JoinOptions& options = {});
 
 }  // namespace mgjoin

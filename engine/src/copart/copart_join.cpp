@@ -7,11 +7,14 @@
 // segment sizes, which it needs to address the copies and to check them against the plan's bounds.
 #include "engine/src/copart/copart_join.hpp"
 
+#include "alloc/host_memory.hpp"
 #include "alloc/stack_buffer.hpp"
+#include "engine/src/join/output_count.hpp"
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/radix_partition.hpp"
 #include "host_merge/detail/streaming_store.hpp"
 #include "p2p/all_to_all.hpp"
+#include "core/cancel.hpp"
 #include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
@@ -179,18 +182,27 @@ class Flow {
     }
   }
 
-  /// Joins every resident pair and returns each GPU's count (match arrays filled when given).
-  std::vector<std::uint64_t> join(std::span<const MatchArrays> arrays) {
+  /// What the resident joins counted, per GPU and in all.
+  struct Counts {
+    std::vector<std::uint64_t> per_gpu;
+    std::uint64_t total = 0;
+  };
+
+  /// Joins every resident pair and returns the counts (match arrays filled when given).
+  /// @throw InputError when the output has 2^64 or more tuples, before anything reads the arrays.
+  Counts join(std::span<const MatchArrays> arrays) {
     for (int d = 0; d < g_; ++d) {
       Gpu& gpu = gpus_[d];
       gpu::DeviceGuard guard(gpu.device);
-      MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(unsigned long long), gpu.work));
-      resident_join(pair(gpu), reinterpret_cast<unsigned long long*>(gpu.counter.data()),
+      MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
+      resident_join(pair(gpu), reinterpret_cast<mgjoin::detail::TupleCounter*>(gpu.counter.data()),
                     arrays.empty() ? MatchArrays{} : arrays[d], gpu.work);
       gpu.joined.record(gpu.work);
     }
-    std::vector<std::uint64_t> counts;
-    for (auto& gpu : gpus_) counts.push_back(read_counter(gpu));
+    std::vector<mgjoin::detail::TupleCounter> counters;
+    for (auto& gpu : gpus_) counters.push_back(read_counter(gpu));
+    Counts counts{{}, mgjoin::detail::total_tuples(counters, {})};
+    for (const auto& c : counters) counts.per_gpu.push_back(c.count);
     return counts;
   }
 
@@ -246,7 +258,7 @@ class Flow {
       if (plan_.late && widths[side]->payload_bytes)
         p.positions = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * 4));
     }
-    gpu.counter = DeviceBuffer(*gpu.memory, sizeof(unsigned long long));
+    gpu.counter = DeviceBuffer(*gpu.memory, sizeof(mgjoin::detail::TupleCounter));
     // Late payloads keep the slots and maps to the end: below the sort buffers, which go first.
     if (g_ > 1 && plan_.late) {
       for (int side = 0; side < 2; ++side)
@@ -560,12 +572,12 @@ class Flow {
             static_cast<std::uint64_t>(py.rows)};
   }
 
-  std::uint64_t read_counter(Gpu& gpu) {
+  mgjoin::detail::TupleCounter read_counter(Gpu& gpu) {
     gpu::DeviceGuard guard(gpu.device);
-    unsigned long long count = 0;
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(&count, gpu.counter.data(), sizeof count, cudaMemcpyDeviceToHost, gpu.work));
+    mgjoin::detail::TupleCounter counter;
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(&counter, gpu.counter.data(), sizeof counter, cudaMemcpyDeviceToHost, gpu.work));
     gpu.work.synchronize();
-    return count;
+    return counter;
   }
 
   void write_windows(Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets, std::uint64_t base,
@@ -630,9 +642,9 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
     a.scan_temp = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, scan_scratch_bytes(ny + 1)));
     views[d] = {reinterpret_cast<std::uint64_t*>(a.matches.data()), reinterpret_cast<std::uint64_t*>(a.first_match.data())};
   }
-  const std::vector<std::uint64_t> totals = join(views);
+  const Counts counts = join(views);
   std::vector<std::uint64_t> bases(g_);
-  std::uint64_t total = 0;
+  std::uint64_t total = 0;  // at most counts.total: join() checked the sum
   for (int d = 0; d < g_; ++d) {
     Gpu& gpu = gpus_[d];
     gpu::DeviceGuard guard(gpu.device);
@@ -641,12 +653,15 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
     exclusive_scan(views[d].matches, reinterpret_cast<std::uint64_t*>(arrays[d].offsets.data()), ny + 1,
                    arrays[d].scan_temp.data(), arrays[d].scan_temp.size(), gpu.work);
     bases[d] = total;
-    total += totals[d];
+    total += counts.per_gpu[d];
   }
   result.count = total;
   const RelationView& r = relation(Side::R);
   const RelationView& s = relation(Side::S);
-  const auto rows = static_cast<std::int64_t>(total);
+  alloc::expect_host_rows(total, plan_.r.key_bytes + plan_.r.payload_bytes + plan_.s.payload_bytes,
+                          "the join's output (" + std::to_string(total) + " rows)");
+  const std::int64_t rows =
+      mgjoin::detail::output_rows(total, plan_.r.key_bytes + plan_.r.payload_bytes + plan_.s.payload_bytes);
   // Pinned result columns (from the pinned cache after the first join) take the windows straight
   // from the GPUs; pageable ones (no pinned memory to be had) go through the pinned staging.
   result.key = HostColumn::allocate(r.key.type, rows, MemoryKind::Pinned);
@@ -658,7 +673,7 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
     threads.emplace_back([&, d] {
       try {
         write_windows(gpus_[d], views[d], reinterpret_cast<const std::uint64_t*>(arrays[d].offsets.data()), bases[d],
-                      totals[d], result);
+                      counts.per_gpu[d], result);
       } catch (...) {
         errors[d] = std::current_exception();
       }
@@ -799,9 +814,11 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   Flow flow(r, s, plan, context);
   flow.transfer(Side::R);
   flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
+  mgjoin::detail::throw_if_cancelled();
   flow.transfer(Side::S);
   flow.wait_transfer();
   const double transfer = seconds_since(t0);
+  mgjoin::detail::throw_if_cancelled();
   flow.sort_partitions(Side::S);
   // Late payloads cross while S is sorted and joined and the key column goes out (issued after the
   // sort, which must not wait for them).
@@ -809,10 +826,11 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   flow.send_late_payloads(Side::S);
   flow.release_transfer_buffers();
   PhaseStat out_stat{"copart.output", 0, 0, 0};
+  mgjoin::detail::throw_if_cancelled();
   if (output == OutputMode::Materialize)
     flow.materialize(result, out_stat);
   else
-    for (const std::uint64_t c : flow.join({})) result.count += c;
+    result.count = flow.join({}).total;
   result.phases.push_back({"copart.transfer", transfer, flow.bytes_pcie_in(), flow.bytes_nvlink()});
   result.phases.push_back({"copart.sort_tail", flow.tail_seconds(false), 0, 0});
   result.phases.push_back({"copart.join", flow.tail_seconds(true), 0, 0});

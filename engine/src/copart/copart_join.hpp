@@ -103,6 +103,7 @@ std::uint64_t pinned_bytes_needed(const CopartPlan& plan, OutputMode output);
 
 /// Runs the flow; fills count (and key/r_payload/s_payload for Materialize) and appends phase stats.
 /// @throw PlanMissed when a partition outgrows its bound (before any output is written).
+/// @throw InputError when the output has 2^64 or more tuples (counted before any output is allocated).
 void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
                 const CopartContext& context, JoinResult& result);
 

@@ -2,6 +2,7 @@
 #include "engine/src/copart/copart_kernels.hpp"
 
 #include "engine/src/join/range_search.cuh"
+#include "engine/src/join/tuple_counter.cuh"
 
 #include "core/dispatch.hpp"
 
@@ -166,7 +167,7 @@ constexpr int kJoinTile = kJoinThreads * kJoinItems;
 template <class K>
 __global__ void __launch_bounds__(kJoinThreads)
     resident_join_kernel(const K* __restrict__ x, std::uint64_t nx, const K* __restrict__ y, std::uint64_t ny,
-                         unsigned long long* count, std::uint64_t* matches, std::uint64_t* first_match) {
+                         detail::TupleCounter* count, std::uint64_t* matches, std::uint64_t* first_match) {
   __shared__ K tile[kJoinTile];
   __shared__ std::uint64_t bounds[2];
   const std::uint64_t diag0 = static_cast<std::uint64_t>(blockIdx.x) * kJoinTile;
@@ -181,7 +182,7 @@ __global__ void __launch_bounds__(kJoinThreads)
   const auto tx = static_cast<unsigned>(x1 - x0), ty = static_cast<unsigned>(y1 - y0);
   for (unsigned i = threadIdx.x; i < tx + ty; i += kJoinThreads) tile[i] = i < tx ? x[x0 + i] : y[y0 + i - tx];
   __syncthreads();
-  unsigned long long tuples = 0;
+  CheckedSum tuples;
   for (unsigned j = threadIdx.x; j < ty; j += kJoinThreads) {
     const K key = tile[tx + j];
     const std::uint64_t at_most = detail::key_upper_bound(tile, 0, tx, key);
@@ -189,14 +190,14 @@ __global__ void __launch_bounds__(kJoinThreads)
     std::uint64_t first = x0 + below_in_tile;
     if (below_in_tile == 0 && x0 > 0 && x[x0 - 1] == key) first = detail::key_lower_bound(x, 0, x0, key);
     const std::uint64_t m = x0 + at_most - first;
-    tuples += m;
+    tuples.add(m);
     if (matches) {
       matches[y0 + j] = m;
       first_match[y0 + j] = first;
     }
   }
-  for (int offset = 16; offset > 0; offset /= 2) tuples += __shfl_down_sync(kFullWarp, tuples, offset);
-  if ((threadIdx.x & 31) == 0 && tuples != 0) atomicAdd(count, tuples);
+  // The blocks' sums reach 2^64 only together (2^32 equal keys on each side): the counter's flag says so.
+  detail::warp_add_tuples(count, tuples);
 }
 
 // ------------------------------------------------------------------ output
@@ -307,7 +308,7 @@ void flip_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor,
   });
 }
 
-void resident_join(const ResidentPair& p, unsigned long long* count, const MatchArrays& arrays, cudaStream_t stream) {
+void resident_join(const ResidentPair& p, detail::TupleCounter* count, const MatchArrays& arrays, cudaStream_t stream) {
   if (arrays.matches) MGJOIN_CUDA_TRY(cudaMemsetAsync(arrays.matches + p.ny, 0, sizeof(std::uint64_t), stream));
   if (p.nx == 0 || p.ny == 0) {
     if (arrays.matches) MGJOIN_CUDA_TRY(cudaMemsetAsync(arrays.matches, 0, p.ny * sizeof(std::uint64_t), stream));

@@ -8,6 +8,7 @@
 //   at exact offsets into device columns (then copied out once).
 // Keys are 4 or 8 bytes, payloads 0 (absent), 4 or 8 bytes; all pointers are device memory.
 #include "engine/src/copart/partition_plan.hpp"
+#include "engine/src/join/output_count.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -74,10 +75,11 @@ struct MatchArrays {
   std::uint64_t* first_match = nullptr;
 };
 
-/// Merge-path join of a resident pair: adds the number of matching (x, y) pairs to *count (device),
-/// and fills `arrays` when their pointers are set. O(nx + ny) work in coalesced tiles; a key run longer
-/// than a tile costs one binary search per probe row of the tiles it spans.
-void resident_join(const ResidentPair& pair, unsigned long long* count, const MatchArrays& arrays,
+/// Merge-path join of a resident pair: adds the number of matching (x, y) pairs to *count (device;
+/// checked: a count that reaches 2^64 sets its flag), and fills `arrays` when their pointers are set.
+/// O(nx + ny) work in coalesced tiles; a key run longer than a tile costs one binary search per probe
+/// row of the tiles it spans.
+void resident_join(const ResidentPair& pair, detail::TupleCounter* count, const MatchArrays& arrays,
                    cudaStream_t stream);
 
 /// Device scratch of the exclusive scan of `n` 64-bit counts.

@@ -38,7 +38,8 @@ ColumnFileInfo inspect_npy(const detail::FileHandle& file) {
   file.read_exact(start.data(), start.size(), 0);
   const auto prefix = detail::parse_npy_prefix(start, file.path());
   if (prefix.dict_bytes > kMaxNpyDictBytes)
-    throw InputError(file.path() + ": malformed .npy header (header length " + bytes_text(prefix.dict_bytes) + ")");
+    throw InputError(file.path() + ": malformed .npy header (header length " + bytes_text(prefix.dict_bytes) +
+                     ": more than 1 MiB, no 1-D array's header is that long)");
   if (prefix.prefix_bytes + prefix.dict_bytes > file.size())
     throw InputError(file.path() + ": truncated: the file ends inside its .npy header");
   std::string dict(prefix.dict_bytes, '\0');
@@ -48,12 +49,15 @@ ColumnFileInfo inspect_npy(const detail::FileHandle& file) {
   ColumnFileInfo info{FileFormat::Npy, header.type, header.size, prefix.prefix_bytes + prefix.dict_bytes};
   const std::uint64_t have = file.size() - info.data_offset;
   const std::uint64_t rows = static_cast<std::uint64_t>(header.size);
-  // Compared in rows first: a corrupt header's row count times the width may overflow 64 bits.
-  const std::uint64_t want = rows * dtype_size(header.type);
-  if (rows > have / dtype_size(header.type))
+  // A corrupt header's row count times the width may overflow 64 bits: the message must not quote
+  // the wrapped product.
+  std::uint64_t want = 0;
+  const bool overflows = __builtin_mul_overflow(rows, dtype_size(header.type), &want);
+  if (overflows || want > have)
     throw InputError(file.path() + ": truncated: header says " + std::to_string(header.size) + " " +
-                     std::string(dtype_name(header.type)) + " elements (" + bytes_text(want) +
-                     ") but the file holds " + bytes_text(have) + " of data");
+                     std::string(dtype_name(header.type)) + " elements (" +
+                     (overflows ? std::string("more than 2^64 bytes") : bytes_text(want)) + ") but the file holds " +
+                     bytes_text(have) + " of data");
   if (have > want)
     throw InputError(file.path() + ": " + bytes_text(have - want) + " of unexpected data after the " +
                      std::to_string(header.size) + " elements its header announces");

@@ -69,13 +69,16 @@ int transfer_parallel(BlockIo io, int fd, char* buf, std::size_t bytes, std::uin
 }  // namespace
 
 FileHandle FileHandle::open_read(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. It is cleared
+  // once the file is known to be a regular file (where it changes nothing anyway).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw InputError(path.string() + ": cannot open: " + reason(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     throw InputError(path.string() + ": not a regular file");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return FileHandle(fd, path.string(), static_cast<std::uint64_t>(st.st_size));
 }
 

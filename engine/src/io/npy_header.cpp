@@ -2,10 +2,12 @@
 
 #include <mgjoin/error.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace mgjoin::detail {
@@ -17,6 +19,24 @@ std::uint64_t read_le(std::string_view bytes) {
   std::uint64_t v = 0;
   for (std::size_t i = bytes.size(); i-- > 0;) v = (v << 8) | static_cast<unsigned char>(bytes[i]);
   return v;
+}
+
+std::string hex_byte(unsigned char byte) { return {"0123456789abcdef"[byte >> 4], "0123456789abcdef"[byte & 0xf]}; }
+
+/// `text` for a message: quoted, control characters escaped, cut after 40 characters (a corrupt
+/// header may hold a megabyte of anything, and the message must stay one short line).
+std::string quoted(std::string_view text) {
+  constexpr std::size_t kMaxQuoted = 40;
+  std::string out = "'";
+  for (const char c : text.substr(0, kMaxQuoted)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (byte < 0x80 && std::isprint(byte)) out += c;
+    else out += "\\x" + hex_byte(byte);
+  }
+  return out + (text.size() > kMaxQuoted ? "...'" : "'");
 }
 
 /// A value of the header dict: a string, a boolean, a tuple of integers, or something else
@@ -36,7 +56,8 @@ class DictReader {
 
   void expect(char c) {
     skip_space();
-    if (pos_ >= s_.size() || s_[pos_] != c) fail(std::string("expected '") + c + "'");
+    if (pos_ >= s_.size()) fail("the dict is not closed");
+    if (s_[pos_] != c) fail(std::string("expected '") + c + "'");
     ++pos_;
   }
   bool accept(char c) {
@@ -46,37 +67,44 @@ class DictReader {
   }
   std::string read_string() {
     skip_space();
-    if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) fail("expected a quoted string");
+    if (pos_ >= s_.size()) fail("the dict is not closed");
+    if (s_[pos_] != '\'' && s_[pos_] != '"') fail("expected a quoted string");
     const char quote = s_[pos_++];
-    const auto end = s_.find(quote, pos_);
-    if (end == std::string_view::npos) fail("unterminated string");
+    // A Python string literal ends on its line.
+    const auto end = s_.find_first_of(std::string{quote, '\n'}, pos_);
+    if (end == std::string_view::npos || s_[end] == '\n') fail("unterminated string");
     std::string out(s_.substr(pos_, end - pos_));
     pos_ = end + 1;
     return out;
   }
-  DictValue read_value() {
+  /// The value of `key`: only 'shape' is read as a tuple of sizes.
+  DictValue read_value(const std::string& key) {
     skip_space();
     DictValue v;
-    if (pos_ >= s_.size()) fail("missing value");
+    if (pos_ >= s_.size()) fail("the dict is not closed");
     const char c = s_[pos_];
     if (c == '\'' || c == '"') {
       v.kind = DictValue::Kind::String;
       v.text = read_string();
-    } else if (s_.substr(pos_, 4) == "True" || s_.substr(pos_, 5) == "False") {
+    } else if (const auto word = identifier(); word == "True" || word == "False") {
       v.kind = DictValue::Kind::Bool;
-      v.flag = s_[pos_] == 'T';
-      pos_ += v.flag ? 4 : 5;
-    } else if (c == '(') {
+      v.flag = word == "True";
+      pos_ += word.size();
+    } else if (c == '(' && key == "shape") {
       v.kind = DictValue::Kind::Tuple;
-      v.dims = read_tuple();
+      v.dims = read_shape();
     } else {
       v.text = skip_nested();
+      if (v.text.empty()) fail("missing value for " + quoted(key));
     }
     return v;
   }
-  bool at_end() {
+  /// What follows the dict, up to the header's closing whitespace.
+  std::string_view rest() {
     skip_space();
-    return pos_ >= s_.size();
+    std::string_view r = s_.substr(pos_);
+    while (!r.empty() && std::isspace(static_cast<unsigned char>(r.back()))) r.remove_suffix(1);
+    return r;
   }
   [[noreturn]] void fail(const std::string& what) const {
     throw InputError(file_ + ": malformed .npy header (" + what + ")");
@@ -86,23 +114,42 @@ class DictReader {
   void skip_space() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
-  std::vector<std::int64_t> read_tuple() {
+  std::string_view identifier() const {
+    std::size_t end = pos_;
+    while (end < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[end])) || s_[end] == '_')) ++end;
+    return s_.substr(pos_, end - pos_);
+  }
+  // (3,) is a tuple, (3) the integer 3: numpy refuses the latter, and so does mgjoin.
+  std::vector<std::int64_t> read_shape() {
     expect('(');
     std::vector<std::int64_t> dims;
+    bool comma = false;
     while (!accept(')')) {
-      skip_space();
-      std::int64_t d = 0;
-      const auto [end, ec] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), d);
-      if (ec != std::errc{} || d < 0) fail("shape must hold non-negative integers");
-      pos_ = static_cast<std::size_t>(end - s_.data());
-      dims.push_back(d);
-      skip_space();
-      if (!accept(',')) {
+      dims.push_back(read_size());
+      comma = accept(',');
+      if (!comma) {
         expect(')');
         break;
       }
     }
+    if (dims.size() == 1 && !comma) fail("'shape' must be a tuple: (" + std::to_string(dims[0]) + ",), with its comma");
     return dims;
+  }
+  std::int64_t read_size() {
+    skip_space();
+    const char* begin = s_.data() + pos_;
+    std::int64_t d = 0;
+    const auto [end, ec] = std::from_chars(begin, s_.data() + s_.size(), d);
+    const std::string_view digits(begin, static_cast<std::size_t>(end - begin));
+    if (ec == std::errc::result_out_of_range && digits.front() == '-')
+      fail("'shape' holds the negative size " + quoted(digits));
+    if (ec == std::errc::result_out_of_range) fail("'shape' size " + quoted(digits) + " is more than 2^63 - 1");
+    pos_ += digits.size();
+    skip_space();
+    const bool ends = pos_ < s_.size() && (s_[pos_] == ',' || s_[pos_] == ')');
+    if (ec != std::errc{} || !ends) fail("'shape' must hold non-negative integers");
+    if (d < 0) fail("'shape' holds the negative size " + std::to_string(d));
+    return d;
   }
   // Skips a list or dict value (structured dtypes) so that the error can name it.
   std::string skip_nested() {
@@ -125,64 +172,132 @@ class DictReader {
   std::size_t pos_ = 0;
 };
 
-/// '<u8' -> UInt64 etc. '=' (native) is little-endian on every host mgjoin runs on.
+/// What a numpy type string's kind is, for the message that refuses it ('b' -> "bool").
+std::string kind_name(char kind, std::string_view size) {
+  const bool numeric_size = !size.empty() && size.size() <= 2 &&
+                            std::all_of(size.begin(), size.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const std::string bits = numeric_size ? std::to_string(8 * std::stoi(std::string(size))) : "";
+  switch (kind) {
+    case 'b': return "bool";
+    case 'i': return numeric_size ? "int" + bits : "unknown type";
+    case 'u': return numeric_size ? "uint" + bits : "unknown type";
+    case 'f': return numeric_size ? "float" + bits : "unknown type";
+    case 'c': return "complex";
+    case 'U': return "unicode strings";
+    case 'S': case 'a': return "byte strings";
+    case 'O': return "Python objects";
+    case 'M': return "datetime";
+    case 'm': return "timedelta";
+    case 'V': return "raw bytes";
+    default: return "unknown type";
+  }
+}
+
+/// '<u8' -> UInt64 etc. '=' (native) is little-endian on every host mgjoin runs on. numpy writes type
+/// codes, never names: '<uint64' is refused.
 DType parse_descr(const std::string& descr, const std::string& file) {
   const auto unsupported = [&](const std::string& why) {
-    return InputError(file + ": unsupported dtype '" + descr + "' (" + why +
+    return InputError(file + ": unsupported dtype " + quoted(descr) + " (" + why +
                       "; supported: little-endian int32, uint32, int64, uint64, float32, float64)");
   };
   if (descr.size() < 2) throw unsupported("unknown type");
   const char order = descr[0];
   if (order == '>') throw unsupported("big-endian");
   if (order != '<' && order != '=' && order != '|') throw unsupported("unknown byte order");
-  const auto type = parse_dtype(descr.substr(1));
-  if (!type) throw unsupported("unknown or unsupported type");
+  static constexpr std::pair<std::string_view, DType> kCodes[] = {
+      {"i4", DType::Int32}, {"u4", DType::UInt32}, {"i8", DType::Int64},
+      {"u8", DType::UInt64}, {"f4", DType::Float32}, {"f8", DType::Float64}};
+  const std::string_view code = std::string_view(descr).substr(1);
+  const auto* known =
+      std::find_if(std::begin(kCodes), std::end(kCodes), [&](const auto& c) { return c.first == code; });
+  if (known == std::end(kCodes)) throw unsupported(kind_name(code[0], code.substr(1)));
   if (order == '|') throw unsupported("byte order not applicable");
-  return *type;
+  return known->second;
 }
 
+/// The shape for a message: its first four sizes (a corrupt header may hold thousands).
 std::string shape_text(const std::vector<std::int64_t>& dims) {
+  constexpr std::size_t kMaxShown = 4;
   std::string s = "(";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  for (std::size_t i = 0; i < std::min(dims.size(), kMaxShown); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  if (dims.size() > kMaxShown) s += ", ...";
   return s + (dims.size() == 1 ? ",)" : ")");
+}
+
+/// numpy writes the dict in ASCII and ends the header with '\n' (after padding spaces): a header that
+/// does not is corrupt, or its length field is wrong.
+void check_header_text(std::string_view dict, const std::string& file) {
+  const auto malformed = [&](const std::string& what) {
+    return InputError(file + ": malformed .npy header (" + what + ")");
+  };
+  if (dict.empty()) throw malformed("empty header");
+  for (const char c : dict) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x80 && (std::isprint(byte) || std::isspace(byte))) continue;
+    throw malformed("byte 0x" + hex_byte(byte) + " in the header is not ASCII text");
+  }
+  if (dict.back() != '\n') throw malformed("it does not end with '\\n': is its header length right?");
+}
+
+/// The three entries of a header dict, as written.
+struct HeaderDict {
+  std::optional<DictValue> descr, fortran, shape;
+};
+
+/// Reads the dict and checks that only whitespace follows it.
+HeaderDict read_header_dict(DictReader& reader) {
+  HeaderDict d;
+  if (!reader.accept('{')) reader.fail("expected '{': the header is not a dict");
+  while (!reader.accept('}')) {
+    const std::string key = reader.read_string();
+    reader.expect(':');
+    DictValue value = reader.read_value(key);
+    // numpy's reader refuses any other key, and a key given twice: so does this one.
+    std::optional<DictValue>* slot = key == "descr"           ? &d.descr
+                                     : key == "fortran_order" ? &d.fortran
+                                     : key == "shape"         ? &d.shape
+                                                              : nullptr;
+    if (!slot)
+      reader.fail("unexpected key " + quoted(key) + ": numpy headers hold only 'descr', 'fortran_order' and 'shape'");
+    if (*slot) reader.fail("key " + quoted(key) + " given twice");
+    *slot = std::move(value);
+    if (reader.accept(',')) continue;
+    if (!reader.accept('}')) reader.fail("expected ',' or '}' after the value of " + quoted(key));
+    break;
+  }
+  if (const auto rest = reader.rest(); !rest.empty()) reader.fail("text after the dict: " + quoted(rest));
+  return d;
 }
 
 }  // namespace
 
 NpyPrefix parse_npy_prefix(std::string_view start, const std::string& file) {
-  if (start.size() < kNpyMagicBytes + 2 || std::memcmp(start.data(), kMagic, kNpyMagicBytes) != 0)
+  if (start.empty()) throw InputError(file + ": empty file (not a .npy file)");
+  if (std::memcmp(start.data(), kMagic, std::min(start.size(), kNpyMagicBytes)) != 0)
     throw InputError(file + ": not a .npy file (bad magic)");
+  const auto truncated = [&] {
+    return InputError(file + ": truncated .npy header (the file ends after " + std::to_string(start.size()) +
+                      (start.size() == 1 ? " byte)" : " bytes)"));
+  };
+  if (start.size() < kNpyMagicBytes + 2) throw truncated();
   const int major = static_cast<unsigned char>(start[6]);
   const int minor = static_cast<unsigned char>(start[7]);
   if (major < 1 || major > 3 || minor != 0)
     throw InputError(file + ": unsupported .npy format version " + std::to_string(major) + "." +
                      std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
   const std::size_t prefix = major == 1 ? kNpyPrefixV1 : kNpyPrefixV2;
-  if (start.size() < prefix) throw InputError(file + ": truncated .npy header");
+  if (start.size() < prefix) throw truncated();
   return {prefix, read_le(start.substr(8, prefix - 8))};
 }
 
 NpyHeader parse_npy_dict(std::string_view dict, const std::string& file) {
+  check_header_text(dict, file);
   DictReader reader(dict, file);
-  std::optional<DictValue> descr, fortran, shape;
-  reader.expect('{');
-  while (!reader.accept('}')) {
-    const std::string key = reader.read_string();
-    reader.expect(':');
-    DictValue value = reader.read_value();
-    // numpy's reader refuses any other key, and a key given twice: so does this one.
-    std::optional<DictValue>* slot = key == "descr" ? &descr : key == "fortran_order" ? &fortran : key == "shape" ? &shape : nullptr;
-    if (!slot) reader.fail("unexpected key '" + key + "': numpy headers hold only 'descr', 'fortran_order' and 'shape'");
-    if (*slot) reader.fail("key '" + key + "' given twice");
-    *slot = std::move(value);
-    if (!reader.accept(',')) {
-      reader.expect('}');
-      break;
-    }
-  }
+  const auto [descr, fortran, shape] = read_header_dict(reader);
   if (!descr || !fortran || !shape) reader.fail("needs 'descr', 'fortran_order' and 'shape'");
-  if (descr->kind != DictValue::Kind::String)
-    throw InputError(file + ": unsupported dtype " + descr->text + " (structured arrays are not supported)");
+  if (descr->kind == DictValue::Kind::Other && descr->text.front() == '[')
+    throw InputError(file + ": unsupported dtype " + quoted(descr->text) + " (structured arrays are not supported)");
+  if (descr->kind != DictValue::Kind::String) reader.fail("'descr' must be a dtype string like '<u8'");
   if (fortran->kind != DictValue::Kind::Bool) reader.fail("'fortran_order' must be True or False");
   if (shape->kind != DictValue::Kind::Tuple) reader.fail("'shape' must be a tuple");
 

@@ -30,8 +30,9 @@ struct NpyPrefix {
 };
 NpyPrefix parse_npy_prefix(std::string_view start, const std::string& file);
 
-/// Parses the header dict (the text after the prefix). @throw InputError naming `file` on an
-/// unsupported dtype (big-endian, float16, object, structured), shape (0-D, 2-D) or fortran order.
+/// Parses the header dict (the text after the prefix), which must be ASCII, end with '\n' and hold
+/// nothing after the dict. @throw InputError naming `file` on malformed text, or on an unsupported
+/// dtype (big-endian, float16, object, structured), shape (0-D, 2-D) or fortran order.
 NpyHeader parse_npy_dict(std::string_view dict, const std::string& file);
 
 /// A complete v1 header (v2 if the dict could not fit, which never happens for 1-D) for `size`

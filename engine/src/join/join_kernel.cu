@@ -4,6 +4,7 @@
 #include "engine/src/join/join_kernel.hpp"
 
 #include "engine/src/join/range_search.cuh"
+#include "engine/src/join/tuple_counter.cuh"
 
 #include "core/dispatch.hpp"
 
@@ -23,12 +24,12 @@ __global__ void __launch_bounds__(kJoinThreads, kJoinMinBlocksPerSm)
     join_subpartition_kernel(const UKey* __restrict__ r, std::uint64_t nr, const UKey* __restrict__ s,
                              std::uint64_t ns, std::uint64_t r_base, std::uint64_t s_base, MatchRange* ranges,
                              std::uint64_t capacity, unsigned long long* range_counter,
-                             unsigned long long* tuple_count) {
+                             TupleCounter* tuple_count) {
   const bool r_smaller = nr <= ns;
   const UKey* a = r_smaller ? r : s;
   const UKey* b = r_smaller ? s : r;
   const std::uint64_t na = r_smaller ? nr : ns, nb = r_smaller ? ns : nr;
-  unsigned long long tuples = 0;
+  CheckedSum tuples;
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < na; i += stride) {
     const UKey key = a[i];
@@ -36,16 +37,14 @@ __global__ void __launch_bounds__(kJoinThreads, kJoinMinBlocksPerSm)
     const std::uint64_t a_end = key_upper_bound(a, i + 1, na, key);
     const IndexRange in_b = key_range(b, 0, nb, key);
     if (in_b.empty()) continue;
-    tuples += static_cast<unsigned long long>(a_end - i) * in_b.size();
+    tuples.add_product(a_end - i, in_b.size());  // 2^32 x 2^32 rows of one key already overflow
     if (ranges == nullptr) continue;
     const unsigned long long slot = atomicAdd(range_counter, 1ull);
     if (slot >= capacity) continue;  // the host sees counter > capacity and redoes this pair
     ranges[slot] = r_smaller ? MatchRange{r_base + i, r_base + a_end, s_base + in_b.begin, s_base + in_b.end}
                              : MatchRange{r_base + in_b.begin, r_base + in_b.end, s_base + i, s_base + a_end};
   }
-  // One atomic per warp for the 64-bit tuple count.
-  for (int offset = 16; offset > 0; offset /= 2) tuples += __shfl_down_sync(0xffffffffu, tuples, offset);
-  if ((threadIdx.x & 31) == 0 && tuples != 0) atomicAdd(tuple_count, tuples);
+  warp_add_tuples(tuple_count, tuples);
 }
 
 template <class UKey>

@@ -1,5 +1,7 @@
 #pragma once
 // Launchers of the binary-search m:n join kernel (paper Section 3.3.3), callable from host code.
+#include "engine/src/join/output_count.hpp"
+
 #include <mgjoin/join.hpp>
 
 #include <cuda_runtime_api.h>
@@ -23,11 +25,12 @@ struct SubpartitionJoinArgs {
   MatchRange* ranges = nullptr;
   std::uint64_t range_capacity = 0;
   unsigned long long* range_counter = nullptr;  ///< device, per stream
-  unsigned long long* tuple_count = nullptr;    ///< device, shared by the GPU's streams
+  TupleCounter* tuple_count = nullptr;           ///< device, shared by the GPU's streams
 };
 
 /// Joins one subpartition pair: for each distinct key of the smaller side, binary searches give its run
-/// there and its run in the other side; each match adds a range and its tuples. key_width is 4 or 8.
+/// there and its run in the other side; each match adds a range and its tuples (checked: a count that
+/// reaches 2^64 sets the counter's flag). key_width is 4 or 8.
 void launch_join_subpartition(const SubpartitionJoinArgs& args, std::size_t key_width, cudaStream_t stream);
 
 /// Flips the sign bit of n signed keys in device memory: signed order becomes unsigned order.

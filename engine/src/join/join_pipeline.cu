@@ -7,6 +7,7 @@
 #include "engine/src/join/host_parallel.hpp"
 #include "engine/src/join/join_kernel.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
+#include "engine/src/join/output_count.hpp"
 #include "core/device.hpp"
 #include "topology/numa_binding.hpp"
 
@@ -50,7 +51,7 @@ struct GpuJob {
   std::vector<std::uint64_t> stream_capacity;   ///< ranges each region holds
   unsigned long long* snapshots = nullptr;      ///< pinned: stream's range counter after subpartition k
   // results
-  std::uint64_t count = 0;
+  TupleCounter tuples;  ///< the GPU's count, checked by the host
   std::vector<StreamTimelineEntry> timeline;
   std::exception_ptr error;
 };
@@ -107,8 +108,9 @@ void run_gpu_pipeline(GpuJob& job, const KeyColumns& keys, bool record_timeline)
 
   std::vector<gpu::Stream> streams;
   for (int s = 0; s < S; ++s) streams.emplace_back(job.device);
-  // counters[0]: the GPU's tuple count (shared by its streams); counters[1 + s]: stream s's range counter.
-  alloc::StackBuffer<unsigned long long, DeviceStack> counters(*job.memory, 1 + S);
+  // The GPU's tuple count (shared by its streams) and each stream's range counter.
+  alloc::StackBuffer<TupleCounter, DeviceStack> tuples(*job.memory, 1);
+  alloc::StackBuffer<unsigned long long, DeviceStack> counters(*job.memory, S);
   std::vector<std::uint64_t> stream_bytes(S, 0);
   for (std::size_t k = 0; k < n; ++k)
     stream_bytes[k % S] = std::max(stream_bytes[k % S], buffer_bytes(job.subpartitions[k], keys.width));
@@ -118,6 +120,7 @@ void run_gpu_pipeline(GpuJob& job, const KeyColumns& keys, bool record_timeline)
 
   // Every stream starts after the counters are zeroed (and the timeline's origin is recorded).
   gpu::Event start(job.device);
+  MGJOIN_CUDA_TRY(cudaMemsetAsync(tuples.data(), 0, tuples.bytes(), streams[0]));
   MGJOIN_CUDA_TRY(cudaMemsetAsync(counters.data(), 0, counters.bytes(), streams[0]));
   start.record(streams[0]);
   for (int s = 1; s < S; ++s) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(streams[s], start, 0));
@@ -141,19 +144,17 @@ void run_gpu_pipeline(GpuJob& job, const KeyColumns& keys, bool record_timeline)
     args.s_base = p.s_begin;
     args.ranges = job.stream_ranges[s];
     args.range_capacity = job.stream_capacity[s];
-    args.range_counter = counters.data() + 1 + s;
-    args.tuple_count = counters.data();
+    args.range_counter = counters.data() + s;
+    args.tuple_count = tuples.data();
     launch_join_subpartition(args, keys.width, streams[s]);
     if (record_timeline) events[3 * k + 2].record(streams[s]);
     // The counter after this pair tells the host which region slots are its ranges.
     if (job.snapshots)
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(job.snapshots + k, counters.data() + 1 + s, sizeof(unsigned long long),
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(job.snapshots + k, counters.data() + s, sizeof(unsigned long long),
                                       cudaMemcpyDeviceToHost, streams[s]));
   }
   for (const auto& st : streams) st.synchronize();
-  unsigned long long count = 0;
-  MGJOIN_CUDA_TRY(cudaMemcpy(&count, counters.data(), sizeof count, cudaMemcpyDeviceToHost));
-  job.count = count;
+  MGJOIN_CUDA_TRY(cudaMemcpy(&job.tuples, tuples.data(), sizeof job.tuples, cudaMemcpyDeviceToHost));
 
   for (std::size_t k = 0; record_timeline && k < n; ++k) {
     const PairRange& p = job.subpartitions[k];
@@ -334,15 +335,17 @@ JoinPhaseResult join_phase(ColumnView r_sorted_keys, ColumnView s_sorted_keys, s
   for (GpuJob& job : jobs)
     if (!job.subpartitions.empty()) busy.push_back(std::move(job));
   run_all(busy, keys, options);
+  std::vector<TupleCounter> counters;
   for (const GpuJob& job : busy) {
-    result.count += job.count;
+    counters.push_back(job.tuples);
     result.timeline.insert(result.timeline.end(), job.timeline.begin(), job.timeline.end());
   }
+  // Refuses an output of 2^64 or more tuples before any range is gathered.
+  result.count = total_tuples(counters, plan.boundary_ranges);
   stats.push_back({"join.gpu", seconds_since(t), key_bytes, 0});
 
   // 4. Ranges: those found at the cuts, the kernels' and any redone on the CPU.
   t = Clock::now();
-  for (const MatchRange& m : plan.boundary_ranges) result.count += m.tuples();
   if (write_ranges) {
     result.ranges = std::move(plan.boundary_ranges);
     const std::vector<PairRange> overflowed = gather_ranges(busy, result.ranges);

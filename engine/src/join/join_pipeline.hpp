@@ -34,7 +34,7 @@ struct JoinPhaseOptions {
 };
 
 struct JoinPhaseResult {
-  std::uint64_t count = 0;          ///< output tuples (64-bit)
+  std::uint64_t count = 0;          ///< output tuples (64-bit, checked)
   std::vector<MatchRange> ranges;   ///< empty for OutputMode::Count; unordered
   std::vector<StreamTimelineEntry> timeline;
   std::uint64_t subpartitions = 0;           ///< joined on GPUs
@@ -48,6 +48,7 @@ struct JoinPhaseResult {
 /// the ranges a stream can hold: subpartition pairs whose ranges overflow are joined again on the CPU
 /// (counts are exact regardless).
 /// Appends "join.partition", "join.gpu" and "join.ranges" to `stats`.
+/// @throw InputError when the output has 2^64 or more tuples (before any range is gathered).
 JoinPhaseResult join_phase(ColumnView r_sorted_keys, ColumnView s_sorted_keys, std::span<const int> devices,
                            std::span<alloc::DeviceStackAllocator* const> device_memory,
                            std::span<alloc::PinnedStackAllocator* const> range_memory, OutputMode output,

@@ -2,6 +2,8 @@
 // the output rows are cut into equal slices, one per task, each walking the ranges it overlaps.
 #include "engine/src/join/materialize.hpp"
 
+#include "engine/src/join/output_count.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <omp.h>
@@ -65,39 +67,56 @@ void write_slice(std::span<const MatchRange> ranges, const std::vector<std::uint
   }
 }
 
+/// Tuples of a range modulo 2^64: for the scan, whose checked total says whether anything wrapped.
+std::uint64_t wrapping_tuples(const MatchRange& m) { return (m.r_end - m.r_begin) * (m.s_end - m.s_begin); }
+
+/// Tuples of ranges[begin, end) as a checked sum: it runs inside OpenMP regions, which must not throw.
+CheckedSum sum_tuples(std::span<const MatchRange> ranges, std::size_t begin, std::size_t end) {
+  CheckedSum sum;
+  for (std::size_t i = begin; i < end; ++i)
+    sum.add_product(ranges[i].r_end - ranges[i].r_begin, ranges[i].s_end - ranges[i].s_begin);
+  return sum;
+}
+
+int threads_for(std::size_t ranges) { return ranges > 65536 ? omp_get_max_threads() : 1; }
+
 }  // namespace
 
 std::uint64_t count_tuples(std::span<const MatchRange> ranges) {
-  std::uint64_t total = 0;
-  const auto n = static_cast<std::int64_t>(ranges.size());
-#pragma omp parallel for reduction(+ : total) schedule(static) if (n > 65536)
-  for (std::int64_t i = 0; i < n; ++i) total += ranges[i].tuples();
-  return total;
+  const std::size_t n = ranges.size();
+  std::vector<CheckedSum> block_sum(threads_for(n));
+#pragma omp parallel num_threads(static_cast<int>(block_sum.size()))
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    block_sum[t] = sum_tuples(ranges, n * t / nt, n * (t + 1) / nt);
+  }
+  CheckedSum total;
+  for (const CheckedSum& b : block_sum) total.add(b);
+  return checked_total(total, "summed over the matching ranges");
 }
 
 std::vector<std::uint64_t> output_offsets(std::span<const MatchRange> ranges) {
   const std::size_t n = ranges.size();
   std::vector<std::uint64_t> offsets(n + 1);
-  const int threads = n > 65536 ? omp_get_max_threads() : 1;
-  std::vector<std::uint64_t> block_sum(threads + 1, 0);
+  const int threads = threads_for(n);
+  std::vector<CheckedSum> block_sum(threads + 1);
   // Two passes: each thread sums its block, a serial scan of the block sums, each thread scans its block.
+  // The scan's last entry is the checked total; when it overflowed, the offsets are thrown away.
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const std::size_t b = n * t / nt, e = n * (t + 1) / nt;
-    std::uint64_t sum = 0;
-    for (std::size_t i = b; i < e; ++i) sum += ranges[i].tuples();
-    block_sum[t + 1] = sum;
+    block_sum[t + 1] = sum_tuples(ranges, b, e);
 #pragma omp barrier
 #pragma omp single
-    for (int k = 0; k < nt; ++k) block_sum[k + 1] += block_sum[k];
-    std::uint64_t run = block_sum[t];
+    for (int k = 0; k < threads; ++k) block_sum[k + 1].add(block_sum[k]);  // blocks past nt stay empty
+    std::uint64_t run = block_sum[t].value;
     for (std::size_t i = b; i < e; ++i) {
       offsets[i] = run;
-      run += ranges[i].tuples();
+      run += wrapping_tuples(ranges[i]);
     }
-    if (t == nt - 1) offsets[n] = run;
   }
+  offsets[n] = checked_total(block_sum[threads], "summed over the matching ranges");
   return offsets;
 }
 
@@ -106,8 +125,8 @@ MaterializedColumns materialize(std::span<const MatchRange> ranges, ColumnView r
                                 MemoryKind kind) {
   const std::vector<std::uint64_t> offsets = output_offsets(ranges);
   const std::uint64_t total = offsets.back();
-  MGJOIN_EXPECTS(total <= static_cast<std::uint64_t>(INT64_MAX), "join output exceeds 2^63 rows");
-  const auto rows = static_cast<std::int64_t>(total);
+  const auto width = [](std::optional<ColumnView> c) -> std::uint64_t { return c ? dtype_size(c->type) : 0; };
+  const std::int64_t rows = output_rows(total, dtype_size(r_key.type) + width(r_payload) + width(s_payload));
 
   MaterializedColumns out;
   out.key = HostColumn::allocate(r_key.type, rows, kind);

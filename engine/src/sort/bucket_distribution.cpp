@@ -28,10 +28,10 @@ struct EdgeChoice {
 };
 
 EdgeChoice nearest_valid_edge(std::int64_t left, std::int64_t right, std::int64_t target, std::int64_t previous,
-                              std::int64_t cap, std::int64_t slack) {
+                              std::int64_t cap, std::int64_t room) {
   EdgeChoice best;
   for (const std::int64_t edge : {left, right}) {
-    const bool valid = edge >= previous && edge - previous <= cap && std::llabs(edge - target) <= slack;
+    const bool valid = edge >= previous && edge - previous <= cap && std::llabs(edge - target) <= room;
     if (valid && (!best.found || std::llabs(edge - target) < std::llabs(best.rank - target))) best = {true, edge};
   }
   return best;
@@ -89,7 +89,11 @@ BucketDistribution distribute_buckets(std::span<const Bucket> buckets, int key_b
   const std::int64_t n = starts.back();
   const std::int64_t share = n == 0 ? 0 : (n - 1) / gpus + 1;
   const auto slack = static_cast<std::int64_t>(std::floor(epsilon * static_cast<double>(chunk)));
-  const std::int64_t cap = share + slack;
+  // A bucket spans only when it does not fit its GPU (paper Section 3.1.2): a GPU holds a chunk plus
+  // ε·chunk. A full chunkset's even share is the chunk; a smaller (last) one leaves its GPUs more room,
+  // and measuring that room from its own even share refined a crowded bucket down to its last byte.
+  const std::int64_t cap = std::max(share, chunk) + slack;
+  const std::int64_t room = cap - share;  // how far a boundary may stray from the even split
 
   BucketDistribution out;
   out.boundaries.assign(gpus + 1, 0);
@@ -104,7 +108,7 @@ BucketDistribution distribute_buckets(std::span<const Bucket> buckets, int key_b
       out.boundaries[j] = std::max(target, previous);
       continue;
     }
-    const auto edge = nearest_valid_edge(starts[l], starts[l + 1], target, previous, cap, slack);
+    const auto edge = nearest_valid_edge(starts[l], starts[l + 1], target, previous, cap, room);
     if (edge.found) {
       out.boundaries[j] = edge.rank;
       continue;

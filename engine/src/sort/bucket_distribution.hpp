@@ -48,9 +48,11 @@ struct BucketDistribution {
   bool final() const { return spanning.empty(); }
 };
 
-/// Places the g - 1 GPU boundaries at bucket edges within ε·chunk of the even split, so that no GPU
-/// receives more than ceil(N/g) + floor(ε·chunk) tuples. A boundary that finds no such edge lies in a
-/// spanning bucket: refined if it has bits left, else (a single key) split by count exactly.
+/// Places the g - 1 GPU boundaries at the bucket edges nearest the even split such that no GPU receives
+/// more than its buffer holds, max(ceil(N/g), chunk) + floor(ε·chunk) tuples: for a full chunkset an
+/// edge within ε·chunk of the even split, for a smaller (last) one any edge its GPUs' buffers allow.
+/// A boundary that finds no such edge lies in a spanning bucket: refined if it has bits left, else (a
+/// single key) split by count exactly.
 BucketDistribution distribute_buckets(std::span<const Bucket> buckets, int key_bits, int gpus,
                                       std::int64_t chunk, double epsilon);
 

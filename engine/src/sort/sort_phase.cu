@@ -6,6 +6,7 @@
 #include "engine/src/sort/chunkset_sorter.hpp"
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/radix_sorter.hpp"
+#include "core/cancel.hpp"
 #include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
@@ -237,6 +238,7 @@ std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, cons
   std::uint64_t nvlink_bytes = 0;
   h2d(0);
   for (int i = 0; i < k; ++i) {
+    mgjoin::detail::throw_if_cancelled();  // between chunksets: the caller synchronizes the GPUs as it unwinds
     const int slot = i % 2;
     const bool last = i + 1 == k;  // no chunkset goes into primary[1 - slot]: it is this one's spare
     if (!last) h2d(i + 1);  // the next chunkset, of this relation or the next one

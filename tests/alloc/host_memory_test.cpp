@@ -1,0 +1,136 @@
+// Host memory planning: the room a process has (MemAvailable, cgroup limit, MGJOIN_HOST_MEMORY_LIMIT),
+// refusals that name what needed the memory, and HostColumn's check before it takes large columns.
+#include <mgjoin/error.hpp>
+#include <mgjoin/types.hpp>
+
+#include "alloc/host_memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace mgjoin::test {
+namespace {
+
+using alloc::HostMemoryReadings;
+constexpr std::uint64_t GiB = 1ull << 30;
+
+TEST(HostMemoryRoom, MemAvailableBoundsAFixedSizeMachine) {
+  HostMemoryReadings r;
+  r.mem_available = 61 * GiB;
+  const auto room = alloc::host_memory_room(r);
+  ASSERT_TRUE(room.bytes.has_value());
+  EXPECT_EQ(*room.bytes, 61 * GiB);
+  EXPECT_EQ(room.bound, "MemAvailable");
+}
+
+TEST(HostMemoryRoom, MemAvailableIsNoBoundWhereMemoryGrows) {
+  // Virtual machines whose MemTotal starts small and grows as memory is used (virtio-mem).
+  HostMemoryReadings r;
+  r.mem_available = 20 * GiB;
+  r.memory_grows = true;
+  EXPECT_FALSE(alloc::host_memory_room(r).bytes.has_value());
+  r.cgroup_limit = 256 * GiB;
+  r.cgroup_usage = 6 * GiB;
+  const auto room = alloc::host_memory_room(r);
+  ASSERT_TRUE(room.bytes.has_value());
+  EXPECT_EQ(*room.bytes, 250 * GiB);
+  EXPECT_EQ(room.bound, "the cgroup's memory limit");
+}
+
+TEST(HostMemoryRoom, TheTightestBoundWins) {
+  HostMemoryReadings r;
+  r.mem_available = 100 * GiB;
+  r.cgroup_limit = 64 * GiB;
+  r.cgroup_usage = 10 * GiB;
+  EXPECT_EQ(*alloc::host_memory_room(r).bytes, 54 * GiB);
+  r.env_limit = 40 * GiB;
+  r.resident = 8 * GiB;
+  const auto room = alloc::host_memory_room(r);
+  EXPECT_EQ(*room.bytes, 32 * GiB);
+  EXPECT_EQ(room.bound, "MGJOIN_HOST_MEMORY_LIMIT");
+  r.resident = 50 * GiB;  // already past the cap: no room, not a wrapped-around huge one
+  EXPECT_EQ(*alloc::host_memory_room(r).bytes, 0u);
+}
+
+TEST(HostMemoryRoom, NothingReadMeansNoBound) {
+  EXPECT_FALSE(alloc::host_memory_room(HostMemoryReadings{}).bytes.has_value());
+}
+
+TEST(ExpectHostMemory, FitsOrNamesWhatNeededItAndTheBound) {
+  HostMemoryReadings r;
+  r.mem_available = 61 * GiB;
+  EXPECT_NO_THROW(alloc::expect_host_memory(32 * GiB, "the merge buffers", r));
+  try {
+    alloc::expect_host_memory(64 * GiB, "copies of the inputs", r);
+    FAIL() << "64 GiB fitted into 61 GiB";
+  } catch (const OutOfMemory& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("host memory: copies of the inputs needs 64.0 GiB more"), std::string::npos) << m;
+    EXPECT_NE(m.find("60.8 GiB can be had (MemAvailable"), std::string::npos) << m;  // less the reserve
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  // The reserve stays free: exactly the room does not fit.
+  EXPECT_THROW(alloc::expect_host_memory(61 * GiB, "x", r), OutOfMemory);
+  EXPECT_NO_THROW(alloc::expect_host_memory(61 * GiB - alloc::kHostMemoryReserve, "x", r));
+  EXPECT_NO_THROW(alloc::expect_host_memory(1ull << 62, "anything", HostMemoryReadings{}));  // no bound read
+}
+
+TEST(FormatBytes, Units) {
+  EXPECT_EQ(alloc::format_bytes(512), "512 B");
+  EXPECT_EQ(alloc::format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(alloc::format_bytes(64ull << 20), "64.0 MiB");
+  EXPECT_EQ(alloc::format_bytes(125ull * GiB), "125.0 GiB");
+  EXPECT_EQ(alloc::format_bytes(3ull << 40), "3.0 TiB");
+}
+
+/// Sets MGJOIN_HOST_MEMORY_LIMIT for one test.
+class HostMemoryLimit : public ::testing::Test {
+ protected:
+  void TearDown() override { unsetenv("MGJOIN_HOST_MEMORY_LIMIT"); }
+  static void limit(const char* value) { setenv("MGJOIN_HOST_MEMORY_LIMIT", value, 1); }
+};
+
+TEST_F(HostMemoryLimit, LargeColumnsAreRefusedBeforeTheyAreTaken) {
+  // A cap below what the process already holds leaves no room at all.
+  limit("1M");
+  try {
+    HostColumn::allocate(DType::UInt64, 16 << 20);  // 128 MiB
+    FAIL() << "a 128 MiB column was allocated under a 1 MiB cap";
+  } catch (const OutOfMemory& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("a uint64 column of 16777216 rows needs 128.0 MiB more"), std::string::npos) << m;
+    EXPECT_NE(m.find("MGJOIN_HOST_MEMORY_LIMIT"), std::string::npos) << m;
+  }
+  // Small columns are not checked (the check costs /proc reads): they are taken as before.
+  EXPECT_EQ(HostColumn::allocate(DType::UInt64, 1 << 20).size(), 1 << 20);
+}
+
+TEST(HostColumnSize, ASizeWhoseBytesOverflowIsRefusedNotWrapped) {
+  // 2^61 rows of 8 bytes is 2^64 bytes: computed naively it wraps to a tiny allocation.
+  try {
+    HostColumn::allocate(DType::UInt64, std::int64_t{1} << 61);
+    FAIL() << "a 2^64-byte column was allocated";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("past any host memory"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(HostMemoryLimit, ARoomyCapChangesNothing) {
+  limit("1T");
+  EXPECT_EQ(HostColumn::allocate(DType::UInt32, 32 << 20).size(), 32 << 20);
+}
+
+TEST_F(HostMemoryLimit, AValueThatIsNotASizeIsAnInputError) {
+  limit("lots");
+  try {
+    alloc::read_host_memory();
+    FAIL() << "MGJOIN_HOST_MEMORY_LIMIT=lots accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("MGJOIN_HOST_MEMORY_LIMIT 'lots'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mgjoin::test

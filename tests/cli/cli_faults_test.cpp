@@ -1,0 +1,127 @@
+// Faults seen from the command line: Ctrl-C during a join or just before the output is committed, a
+// file-size limit that makes output writes fail as a full disk does, and a host memory cap. Each ends
+// with one line and a non-zero exit; no file that looks complete is left, and the user's existing
+// files are untouched.
+#include <mgjoin/io.hpp>
+
+#include "cli_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+class CliFaults : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    ASSERT_EQ(mgjoin("generate --workload B --scale 0.0002 --out-dir b").exit_code, 0);
+    // The user's own file in the output directory, which no failed run may touch.
+    std::filesystem::create_directory(dir() / "out");
+    write_file("out/key.npy", "the user's file");
+  }
+
+  void expect_only_the_users_file() {
+    EXPECT_EQ(entries("out"), std::vector<std::string>{"key.npy"});
+    std::ifstream in(dir() / "out/key.npy");
+    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(content, "the user's file");
+  }
+
+  CliResult join_into_out(const std::string& env) {
+    return mgjoin_with_env(env, "join --r-dir b --s-dir b --gpus 0 --out-dir out");
+  }
+
+  /// `mgjoin <args>` with `env` (e.g. "A=1 B=2") set.
+  CliResult mgjoin_with_env(const std::string& env, const std::string& args) const {
+    return mgjoin(args, "env " + env + " ");
+  }
+
+  void write_column_file(const std::string& name, const std::vector<std::uint64_t>& values) const {
+    write_column(dir() / name, ColumnView{values.data(), static_cast<std::int64_t>(values.size()), DType::UInt64});
+  }
+};
+
+TEST_F(CliFaults, CtrlCDuringTheJoinStopsItCleanly) {
+  for (const char* phase : {"sort", "join", "materialize"}) {
+    const CliResult r = join_into_out(std::string("MGJOIN_TEST_SIGINT_AT=") + phase);
+    EXPECT_EQ(r.exit_code, 130) << phase << ": " << r.err;
+    const auto lines = r.err_lines();
+    ASSERT_FALSE(lines.empty()) << phase;
+    EXPECT_NE(lines.back().find("mgjoin: interrupted: stopped cleanly, no output was written"), std::string::npos)
+        << phase << ": " << r.err;
+    expect_only_the_users_file();
+  }
+}
+
+TEST_F(CliFaults, CtrlCAfterTheJoinRemovesTheStagedFiles) {
+  // The signal arrives as the join ends: the output is staged, then dropped instead of committed.
+  const CliResult r = join_into_out("MGJOIN_TEST_SIGINT_AT=materialize:end");
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  expect_only_the_users_file();
+}
+
+TEST_F(CliFaults, WithoutASignalTheSameJoinWritesItsOutput) {
+  // The control for the tests above: the hook's variable set to a phase that never comes.
+  const CliResult r = join_into_out("MGJOIN_TEST_SIGINT_AT=never");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(entries("out").size(), 3u);
+}
+
+TEST_F(CliFaults, AFullDiskIsOneLineAndLeavesNothingBehind) {
+  // A file-size limit of 512 KiB: the 3.2 MB key column cannot be written, as on a full disk.
+  const CliResult r = mgjoin("join --r-dir b --s-dir b --gpus 0 --out-dir out", "ulimit -f 1024; ");
+  EXPECT_NE(r.exit_code, 0);
+  // The join ran (its executor line) and the write failed: one error line, the last.
+  const auto lines = r.err_lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("mgjoin: error:"); }), 1)
+      << r.err;
+  EXPECT_NE(lines.back().find("out/key.npy: write failed: File too large"), std::string::npos) << r.err;
+  expect_only_the_users_file();
+}
+
+TEST_F(CliFaults, AHostMemoryCapTooSmallForTheOutputIsOneLine) {
+  // Every row of R and S has one key: 2^12 x 2^13 = 2^25 output rows, 768 MiB materialized.
+  std::vector<std::uint64_t> keys(1 << 13, 42);
+  write_column_file("r.npy", std::vector<std::uint64_t>(keys.begin(), keys.begin() + (1 << 12)));
+  write_column_file("s.npy", keys);
+  const CliResult r = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M", "join --r-key r.npy --s-key s.npy --gpus 0 --out-dir out");
+  EXPECT_NE(r.exit_code, 0);
+  const auto lines = r.err_lines();
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("host memory:"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("MGJOIN_HOST_MEMORY_LIMIT"), std::string::npos) << lines[0];
+  expect_only_the_users_file();
+  // A count of the same join needs no output memory.
+  const CliResult count = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M", "join --r-key r.npy --s-key s.npy --gpus 0 --count");
+  EXPECT_EQ(count.exit_code, 0) << count.err;
+  EXPECT_EQ(count.out, std::to_string(1ull << 25) + "\n");
+}
+
+TEST_F(CliFaults, ABadHostMemoryCapIsOneLine) {
+  const CliResult r = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=lots", "join --r-dir b --s-dir b --gpus 0 --count");
+  EXPECT_NE(r.exit_code, 0);
+  const auto lines = r.err_lines();
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("MGJOIN_HOST_MEMORY_LIMIT 'lots'"), std::string::npos) << lines[0];
+}
+
+TEST_F(CliFaults, BenchRegeneratesItsInputsWhenCopiesDoNotFit) {
+  // No room for pristine copies: the runs regenerate their inputs, and every run still finds them
+  // unsorted (the counts equal the CPU path's on fresh data: --verify).
+  const CliResult r = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M",
+                                      "bench --workload B --scale 0.0002 --gpus 0 --repeat 2 --warmup 1 --verify");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("runs regenerate their inputs"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("(equal to the CPU path)"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace mgjoin::test
