@@ -2,10 +2,16 @@
 
 #include <mgjoin/error.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace mgjoin::cli {
@@ -41,6 +47,21 @@ void throw_if_interrupted() {
     throw Cancelled("interrupted by a signal; no output was written");
 }
 
+namespace {
+
+/// SIGINT to the whole process, as a terminal's Ctrl-C sends it (not raise(), which targets this thread
+/// only: a thread that blocks SIGINT would keep it pending), then waits until a thread has handled it,
+/// so that the test hook's moment is reproducible.
+void send_ctrl_c_to_self() {
+  ::kill(::getpid(), SIGINT);
+  for (int i = 0; i < 2000 && !interrupted.load(std::memory_order_relaxed); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!interrupted.load(std::memory_order_relaxed))
+    std::fprintf(stderr, "mgjoin: test hook: SIGINT sent but not handled within 2 s\n");
+}
+
+}  // namespace
+
 ProgressCallback with_test_interrupt(ProgressCallback progress) {
   const char* at = std::getenv("MGJOIN_TEST_SIGINT_AT");
   if (!at || !*at) return progress;
@@ -51,7 +72,7 @@ ProgressCallback with_test_interrupt(ProgressCallback progress) {
   return [progress = std::move(progress), phase, at_end, raised](const std::string& p, double fraction) {
     if (!*raised && p == phase && (!at_end || fraction >= 1)) {
       *raised = true;
-      std::raise(SIGINT);
+      send_ctrl_c_to_self();
     }
     if (progress) progress(p, fraction);
   };

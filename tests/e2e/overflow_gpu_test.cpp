@@ -7,6 +7,7 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
 
+#include "alloc/host_memory.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 
@@ -31,35 +32,26 @@ namespace {
 
 constexpr std::uint64_t k2to32 = std::uint64_t{1} << 32;
 
-/// One engine for these tests (it takes most of every GPU's memory once), freed before CUDA tears down.
-class OverflowEngine : public ::testing::Environment {
- public:
-  void TearDown() override { engine.reset(); }
-  std::unique_ptr<Engine> engine;
-};
-OverflowEngine* const overflow_env = static_cast<OverflowEngine*>(::testing::AddGlobalTestEnvironment(new OverflowEngine));
+/// One engine for a suite of these tests (it takes most of every GPU's memory): made on first use, freed
+/// when the suite ends, so that later suites of this binary find the GPUs' memory free again.
+std::unique_ptr<Engine>& shared_engine() {
+  static std::unique_ptr<Engine> engine;
+  return engine;
+}
 
 Engine& engine() {
-  if (!overflow_env->engine) overflow_env->engine = std::make_unique<Engine>(EngineOptions{});
-  return *overflow_env->engine;
+  if (!shared_engine()) shared_engine() = std::make_unique<Engine>(EngineOptions{});
+  return *shared_engine();
 }
 
-/// Host memory the process may still take (MemAvailable); nullopt where memory is granted as it is
-/// used (a bound virtio-mem device: MemAvailable then starts low and says nothing).
-std::optional<std::uint64_t> host_memory_available() {
-  const std::filesystem::path virtio_mem = "/sys/bus/virtio/drivers/virtio_mem";
-  std::error_code ec;
-  if (std::filesystem::is_directory(virtio_mem, ec))
-    for (const auto& entry : std::filesystem::directory_iterator(virtio_mem, ec))
-      if (entry.path().filename().string().rfind("virtio", 0) == 0) return std::nullopt;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string name;
-  std::uint64_t kib = 0;
-  std::string unit;
-  while (meminfo >> name >> kib >> unit)
-    if (name == "MemAvailable:") return kib * 1024;
-  return std::nullopt;
-}
+class OverflowEndToEndGpu : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() { shared_engine().reset(); }
+};
+class OverflowHugeEndToEndGpu : public OverflowEndToEndGpu {};
+
+/// Host memory the process may still take; nullopt where no bound can be read.
+std::optional<std::uint64_t> host_memory_available() { return alloc::host_memory_room(alloc::read_host_memory()).bytes; }
 
 /// Skips the test unless `bytes` of host memory can be had (or no bound can be read).
 #define SKIP_UNLESS_HOST_MEMORY(bytes)                                                                   \
@@ -93,7 +85,7 @@ JoinResult join_with(Relation& r, Relation& s, JoinStrategy strategy, OutputMode
 
 const char* name_of(JoinStrategy s) { return s == JoinStrategy::Paper ? "paper flow" : "co-partitioned flow"; }
 
-TEST(OverflowEndToEndGpu, CountFarPastTwoToThe32InBothFlows) {
+TEST_F(OverflowEndToEndGpu, CountFarPastTwoToThe32InBothFlows) {
   MGJOIN_REQUIRE_GPUS(1);
   std::mt19937_64 rng(announce_seed());
   // A hot key of 2^17 rows on each side (2^34 tuples, found where the partitioning cuts) and 64 keys of
@@ -147,7 +139,7 @@ std::array<std::uint64_t, 3> rows_per_key(const HostColumn& column) {
   return {threes, fives, nines};
 }
 
-TEST(OverflowEndToEndGpu, MaterializeJustPastTwoToThe32RowsInBothFlows) {
+TEST_F(OverflowEndToEndGpu, MaterializeJustPastTwoToThe32RowsInBothFlows) {
   MGJOIN_REQUIRE_GPUS(1);
   // The output column (17.2 GB) of one flow at a time, and the pinned block the co-partitioned flow's
   // output leaves in the pinned cache.
@@ -173,7 +165,7 @@ TEST(OverflowEndToEndGpu, MaterializeJustPastTwoToThe32RowsInBothFlows) {
   }
 }
 
-TEST(OverflowEndToEndGpu, RangesJustPastTwoToThe32RowsInThePaperFlow) {
+TEST_F(OverflowEndToEndGpu, RangesJustPastTwoToThe32RowsInThePaperFlow) {
   MGJOIN_REQUIRE_GPUS(1);
   std::mt19937_64 rng(announce_seed());
   PastTwoToThe32 in(rng);
@@ -223,7 +215,7 @@ std::optional<std::uint64_t> count_unless_refused(RelationView r, RelationView s
   }
 }
 
-TEST(OverflowHugeEndToEndGpu, TwoToThe32EqualKeysOnEachSideAreRefusedInBothFlows) {
+TEST_F(OverflowHugeEndToEndGpu, TwoToThe32EqualKeysOnEachSideAreRefusedInBothFlows) {
   MGJOIN_REQUIRE_GPUS(1);
   SKIP_UNLESS_HOST_MEMORY(40'000'000'000ull);  // two 17.2 GB key columns
   // The paper flow sorts each relation in one chunkset; the co-partitioned flow holds both and a sort
@@ -246,7 +238,7 @@ TEST(OverflowHugeEndToEndGpu, TwoToThe32EqualKeysOnEachSideAreRefusedInBothFlows
   }
 }
 
-TEST(OverflowHugeEndToEndGpu, TwoToThe32EqualKeysOnEachSideAreRefusedOnTheCpuPath) {
+TEST_F(OverflowHugeEndToEndGpu, TwoToThe32EqualKeysOnEachSideAreRefusedOnTheCpuPath) {
   MGJOIN_REQUIRE_GPUS(1);  // CI machines have no GPU: this keeps 52 GB of host memory off them
   SKIP_UNLESS_HOST_MEMORY(56'000'000'000ull);  // two 17.2 GB key columns and the parallel sort's buffer
   Relation r = equal_keys(k2to32), s = equal_keys(k2to32);
