@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 namespace mgjoin::test {
@@ -15,17 +16,18 @@ class CliGpuFaults : public CliTest {
   void SetUp() override {
     MGJOIN_REQUIRE_GPUS(1);
     CliTest::SetUp();
-    ASSERT_EQ(mgjoin("generate --workload B --scale 0.0002 --out-dir b").exit_code, 0);
+    ASSERT_EQ(mgjoin("generate --workload B --scale 0.002 --out-dir b").exit_code, 0);  // 2M rows each
   }
 
   void expect_one_error(const std::string& args, const std::string& needle, const std::string& env = "") {
     const CliResult r = mgjoin(args, env.empty() ? "" : "env NCCL_NVLS_ENABLE=0 " + env + " ");
-    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.exit_code, 0) << env << " " << args;
     const auto lines = r.err_lines();
     ASSERT_FALSE(lines.empty()) << args;
     EXPECT_TRUE(lines.back().starts_with("mgjoin: ")) << r.err;
     EXPECT_NE(lines.back().find(needle), std::string::npos) << "'" << needle << "' not in: " << r.err;
-    EXPECT_TRUE(entries("out").empty()) << args << " left files in out/";
+    EXPECT_TRUE(entries("out").empty()) << env << " " << args << " left files in out/";
+    std::filesystem::remove_all(dir() / "out");  // a failure here must not fail the next case
   }
 };
 
@@ -43,9 +45,10 @@ TEST_F(CliGpuFaults, MoreMemoryThanTheGpuHasIsNamed) {
 }
 
 TEST_F(CliGpuFaults, CtrlCDuringAGpuJoinStopsItCleanly) {
-  // The paper flow out of core (several chunksets, the merge phase) and the co-partitioned flow.
-  for (const char* phase : {"sort", "merge R", "join", "materialize"})
-    expect_one_error("join --r-dir b --s-dir b --gpus 1 --strategy paper --gpu-memory-limit 96M --out-dir out",
+  // The paper flow out of core (64 MiB: three chunksets of the 2M-row relations, so the merge phase
+  // runs) and the co-partitioned flow.
+  for (const char* phase : {"sort", "merge R", "merge S", "join", "materialize"})
+    expect_one_error("join --r-dir b --s-dir b --gpus 1 --strategy paper --gpu-memory-limit 64M --out-dir out",
                      "interrupted: stopped cleanly", std::string("'MGJOIN_TEST_SIGINT_AT=") + phase + "'");
   expect_one_error("join --r-dir b --s-dir b --gpus 1 --strategy copart --out-dir out", "interrupted: stopped cleanly",
                    "MGJOIN_TEST_SIGINT_AT=co-partitioned\\ join");
