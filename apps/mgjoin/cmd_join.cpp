@@ -1,5 +1,6 @@
-// `mgjoin join`: reads R and S from column files, joins them (GPUs or the CPU path), and writes
-// key.npy r_payload.npy s_payload.npy or prints the number of matches.
+// `mgjoin join`: reads two tables from column files, joins them (mgjoin::join_tables: any kind, output
+// form and number of columns; GPUs or the CPU path), and writes one .npy file per output column or
+// prints the number of output rows.
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "engine_options.hpp"
@@ -8,15 +9,18 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/io.hpp>
 #include <mgjoin/join.hpp>
+#include <mgjoin/table.hpp>
 
 #include "core/device.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,13 +32,16 @@ using Clock = std::chrono::steady_clock;
 
 struct JoinArgs {
   std::string r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
+  std::string r_columns, s_columns, how = "inner", output;
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
   bool count_only = false, json = false;
   EngineFlags engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
 };
 
-/// One input column: the option that named it (for messages), its path and its raw dtype if given.
+/// One input column: its name in the table, the option that named it (for messages), its path and its
+/// raw dtype if given.
 struct ColumnSource {
+  std::string name;
   std::string option;
   fs::path path;
   std::optional<DType> raw_type;
@@ -42,9 +49,22 @@ struct ColumnSource {
   ColumnFileInfo info;
 };
 
-struct RelationSource {
-  ColumnSource key;
-  std::optional<ColumnSource> payload;
+/// One input table: its columns and the names of its key columns.
+struct TableSource {
+  std::vector<ColumnSource> columns;
+  std::vector<std::string> key;
+  std::optional<std::vector<std::string>> chosen;  ///< --r-columns / --s-columns
+  const ColumnSource* find(const std::string& name) const {
+    for (const auto& c : columns)
+      if (c.name == name) return &c;
+    return nullptr;
+  }
+};
+
+/// A table read into memory: owning columns and the view join_tables takes.
+struct LoadedTable {
+  std::vector<HostColumn> columns;
+  TableView view;
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -52,8 +72,10 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 std::optional<DType> parse_type_option(const std::string& value, const char* option) {
   if (value.empty()) return std::nullopt;
   const auto type = parse_dtype(value);
-  MGJOIN_INPUT_EXPECTS(type.has_value(), std::string(option) + " " + value +
-                                             ": unknown type (expected int32, uint32, int64, uint64, float32 or float64)");
+  MGJOIN_INPUT_EXPECTS(type.has_value(),
+                       std::string(option) + " " + value +
+                           ": unknown type (expected int8, uint8, int16, uint16, int32, uint32, int64, uint64, "
+                           "float32, float64 or bool)");
   return type;
 }
 
@@ -64,32 +86,89 @@ std::optional<DType> first_of(std::initializer_list<std::optional<DType>> types)
   return std::nullopt;
 }
 
-/// --r-key/--r-payload, or --r-dir holding key.npy [payload.npy] or r_key.npy [r_payload.npy].
-RelationSource resolve_relation(char side, const std::string& key, const std::string& payload, const std::string& dir,
-                                std::optional<DType> key_type, std::optional<DType> payload_type) {
-  const std::string s(1, side);
-  const std::string key_opt = "--" + s + "-key", payload_opt = "--" + s + "-payload", dir_opt = "--" + s + "-dir";
-  const std::string types = "--" + s + "-type or --type";
-  const std::string payload_types = "--" + s + "-payload-type, " + types;
-  MGJOIN_INPUT_EXPECTS(!(dir.empty() && key.empty()), key_opt + " or " + dir_opt + " is required");
-  MGJOIN_INPUT_EXPECTS(dir.empty() || (key.empty() && payload.empty()),
-                       dir_opt + " excludes " + key_opt + " and " + payload_opt);
-  RelationSource rel;
-  if (!dir.empty()) {
-    const fs::path d = dir;
-    MGJOIN_INPUT_EXPECTS(fs::is_directory(d), dir_opt + " " + dir + ": no such directory");
-    const bool plain = fs::exists(d / "key.npy");
-    const std::string prefix = plain ? "" : s + "_";
-    MGJOIN_INPUT_EXPECTS(plain || fs::exists(d / (prefix + "key.npy")),
-                         dir_opt + " " + dir + ": holds neither key.npy nor " + prefix + "key.npy");
-    rel.key = {dir_opt, d / (prefix + "key.npy"), std::nullopt, types, {}};
-    if (fs::exists(d / (prefix + "payload.npy")))
-      rel.payload = ColumnSource{dir_opt, d / (prefix + "payload.npy"), std::nullopt, payload_types, {}};
-    return rel;
+/// "a,b,c" -> {"a", "b", "c"}; empty names are refused.
+std::vector<std::string> split_names(const std::string& text, const std::string& option) {
+  std::vector<std::string> names;
+  std::stringstream in(text);
+  for (std::string name; std::getline(in, name, ',');) {
+    MGJOIN_INPUT_EXPECTS(!name.empty(), option + " " + text + ": an empty column name");
+    names.push_back(name);
   }
-  rel.key = {key_opt, key, key_type, types, {}};
-  if (!payload.empty()) rel.payload = ColumnSource{payload_opt, payload, payload_type, payload_types, {}};
-  return rel;
+  MGJOIN_INPUT_EXPECTS(!names.empty(), option + ": no column named");
+  return names;
+}
+
+/// Every .npy file of `dir` as a column named by its file stem, in name order.
+std::vector<ColumnSource> npy_files_of(const fs::path& dir, const std::string& dir_opt) {
+  std::vector<ColumnSource> columns;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_regular_file() || file_format_of(entry.path()) != FileFormat::Npy) continue;
+    columns.push_back({entry.path().stem().string(), dir_opt, entry.path(), std::nullopt, "", {}});
+  }
+  std::sort(columns.begin(), columns.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return columns;
+}
+
+/// --r-dir DIR: every .npy file of DIR is a column (`mgjoin generate`'s layout, r_key.npy and
+/// r_payload.npy beside S's files, reads as the columns key and payload); the key is --r-key's names,
+/// or the column named key.
+TableSource table_from_dir(const std::string& side, const std::string& dir, const std::string& key_names) {
+  const std::string dir_opt = "--" + side + "-dir", key_opt = "--" + side + "-key";
+  const fs::path d = dir;
+  MGJOIN_INPUT_EXPECTS(fs::is_directory(d), dir_opt + " " + dir + ": no such directory");
+  TableSource t;
+  const std::string prefix = side + "_";
+  const bool generated = key_names.empty() && !fs::exists(d / "key.npy") && fs::exists(d / (prefix + "key.npy"));
+  for (ColumnSource& c : npy_files_of(d, dir_opt)) {
+    if (generated) {
+      if (!c.name.starts_with(prefix)) continue;  // the other side's columns
+      c.name = c.name.substr(prefix.size());
+    }
+    t.columns.push_back(std::move(c));
+  }
+  MGJOIN_INPUT_EXPECTS(!t.columns.empty(), dir_opt + " " + dir + ": holds no .npy file");
+  if (!key_names.empty()) {
+    t.key = split_names(key_names, key_opt);
+  } else {
+    MGJOIN_INPUT_EXPECTS(t.find("key"), dir_opt + " " + dir + ": holds no key.npy (or " + prefix +
+                                            "key.npy): name the key column(s) with " + key_opt);
+    t.key = {"key"};
+  }
+  for (const std::string& k : t.key)
+    MGJOIN_INPUT_EXPECTS(t.find(k), key_opt + " " + k + ": " + dir + " holds no " + k + ".npy");
+  return t;
+}
+
+/// --r-key FILE [--r-payload FILE]: the columns key and payload.
+TableSource table_from_files(const std::string& side, const std::string& key, const std::string& payload,
+                             std::optional<DType> key_type, std::optional<DType> payload_type) {
+  const std::string types = "--" + side + "-type or --type";
+  TableSource t;
+  t.columns.push_back({"key", "--" + side + "-key", key, key_type, types, {}});
+  if (!payload.empty())
+    t.columns.push_back(
+        {"payload", "--" + side + "-payload", payload, payload_type, "--" + side + "-payload-type, " + types, {}});
+  t.key = {"key"};
+  return t;
+}
+
+TableSource resolve_table(char side_char, const std::string& key, const std::string& payload, const std::string& dir,
+                          const std::string& columns, std::optional<DType> key_type, std::optional<DType> payload_type) {
+  const std::string side(1, side_char);
+  const std::string key_opt = "--" + side + "-key", payload_opt = "--" + side + "-payload", dir_opt = "--" + side + "-dir";
+  MGJOIN_INPUT_EXPECTS(!(dir.empty() && key.empty()), key_opt + " or " + dir_opt + " is required");
+  MGJOIN_INPUT_EXPECTS(dir.empty() || payload.empty(), dir_opt + " excludes " + payload_opt +
+                                                           " (with " + dir_opt + ", " + key_opt + " names key columns)");
+  TableSource t = dir.empty() ? table_from_files(side, key, payload, key_type, payload_type)
+                              : table_from_dir(side, dir, key);
+  if (!columns.empty()) {
+    t.chosen = split_names(columns, "--" + side + "-columns");
+    for (const std::string& c : *t.chosen)
+      MGJOIN_INPUT_EXPECTS(t.find(c), "--" + side + "-columns " + c + ": no such column (" +
+                                          (dir.empty() ? std::string("the columns are key and payload")
+                                                       : dir + " holds no " + c + ".npy") + ")");
+  }
+  return t;
 }
 
 /// Checks the file (header, dtype, size) without reading its data; messages start with the option.
@@ -104,42 +183,88 @@ void inspect(ColumnSource& column) {
   }
 }
 
-void check_relation(RelationSource& rel) {
-  inspect(rel.key);
-  MGJOIN_INPUT_EXPECTS(is_key_dtype(rel.key.info.type),
-                       rel.key.option + " " + rel.key.path.string() + ": " + std::string(dtype_name(rel.key.info.type)) +
-                           " is not a key type (keys: int32, uint32, int64, uint64)");
-  if (!rel.payload) return;
-  inspect(*rel.payload);
-  MGJOIN_INPUT_EXPECTS(rel.payload->info.size == rel.key.info.size,
-                       rel.payload->option + " " + rel.payload->path.string() + ": " +
-                           std::to_string(rel.payload->info.size) + " rows, but the key file " +
-                           rel.key.path.string() + " has " + std::to_string(rel.key.info.size));
+/// Every column's file, the lengths and the key types, before gigabytes are read.
+void check_table_files(TableSource& t) {
+  for (ColumnSource& c : t.columns) inspect(c);
+  const ColumnSource& first = t.columns.front();
+  for (const ColumnSource& c : t.columns)
+    MGJOIN_INPUT_EXPECTS(c.info.size == first.info.size, c.option + " " + c.path.string() + ": " +
+                                                             std::to_string(c.info.size) + " rows, but " +
+                                                             first.path.string() + " has " +
+                                                             std::to_string(first.info.size));
+  for (const std::string& k : t.key) {
+    const ColumnSource& c = *t.find(k);
+    MGJOIN_INPUT_EXPECTS(is_integer_dtype(c.info.type), c.option + " " + c.path.string() + ": " +
+                                                            std::string(dtype_name(c.info.type)) +
+                                                            " is not a key type (keys are integer columns)");
+  }
 }
 
-Relation read_relation(const RelationSource& src, MemoryKind memory) {
-  Relation rel{read_column(src.key.path, src.key.raw_type, memory), std::nullopt};
-  if (src.payload) rel.payload = read_column(src.payload->path, src.payload->raw_type, memory);
-  return rel;
+void check_keys_comparable(const TableSource& r, const TableSource& s) {
+  MGJOIN_INPUT_EXPECTS(r.key.size() == s.key.size(), "R's key has " + std::to_string(r.key.size()) +
+                                                         " columns but S's key has " + std::to_string(s.key.size()));
+  for (std::size_t i = 0; i < r.key.size(); ++i) {
+    const ColumnSource &a = *r.find(r.key[i]), &b = *s.find(s.key[i]);
+    MGJOIN_INPUT_EXPECTS(a.info.type == b.info.type, "key types differ: " + a.path.string() + " is " +
+                                                         std::string(dtype_name(a.info.type)) + ", " +
+                                                         b.path.string() + " is " + std::string(dtype_name(b.info.type)));
+  }
 }
 
-JoinOptions join_options(const JoinArgs& args) {
-  JoinOptions o;
-  args.engine.apply(o);
-  for (const int id : o.gpu_ids)
+/// Reads the columns the join needs: the key columns and the chosen (or all) others.
+LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads) {
+  LoadedTable t;
+  t.columns.reserve(src.columns.size());
+  for (const ColumnSource& c : src.columns) {
+    const bool key = std::find(src.key.begin(), src.key.end(), c.name) != src.key.end();
+    const bool chosen = !src.chosen || std::find(src.chosen->begin(), src.chosen->end(), c.name) != src.chosen->end();
+    if (!key && !(payloads && chosen)) continue;
+    t.columns.push_back(read_column(c.path, c.raw_type, memory));
+    t.view.columns.push_back({c.name, t.columns.back().view()});
+  }
+  return t;
+}
+
+/// "maps" writes the gather maps; "count" prints the rows; "columns" writes the joined columns.
+TableOutput output_form(const JoinArgs& a) {
+  if (a.count_only) {
+    MGJOIN_INPUT_EXPECTS(a.output.empty() || a.output == "count", "--count and --output " + a.output + " exclude each other");
+    return TableOutput::Count;
+  }
+  if (a.output.empty() || a.output == "columns") return TableOutput::Columns;
+  if (a.output == "maps") return TableOutput::GatherMaps;
+  MGJOIN_INPUT_EXPECTS(a.output == "count", "--output " + a.output + ": expected columns, maps or count");
+  return TableOutput::Count;
+}
+
+TableJoinOptions join_options(const JoinArgs& args, const TableSource& r, const TableSource& s) {
+  TableJoinOptions o;
+  args.engine.apply(o.join);
+  for (const int id : o.join.gpu_ids)
     MGJOIN_INPUT_EXPECTS(id >= 0, "--gpu-ids: GPU id " + std::to_string(id) + " is negative");
-  o.output = args.count_only ? OutputMode::Count : OutputMode::Materialize;
-  o.progress = with_test_interrupt(terminal_progress());
-  o.cancel = &interrupt_flag();
+  const auto how = parse_join_kind(args.how);
+  MGJOIN_INPUT_EXPECTS(how.has_value(), "--how " + args.how + ": expected inner, left, right, full, semi or anti");
+  o.how = *how;
+  o.output = output_form(args);
+  o.left_on = r.key;
+  o.right_on = s.key;
+  o.left_columns = r.chosen;
+  o.right_columns = s.chosen;
+  o.may_reorder_inputs = true;  // the columns are the CLI's own copies of the files
+  o.join.progress = with_test_interrupt(terminal_progress());
+  o.join.cancel = &interrupt_flag();
   return o;
 }
 
-/// Stages key.npy and the payload files whose inputs exist, then renames them all at once.
-std::vector<std::string> write_outputs(const fs::path& dir, const JoinResult& result, bool r_payload, bool s_payload) {
+/// Stages one .npy file per output column, or the gather maps, then renames them all at once.
+std::vector<std::string> write_outputs(const fs::path& dir, const TableJoinResult& result, const TableJoinOptions& o) {
   std::vector<StagedColumnFile> files;
-  files.push_back(stage_column(dir / "key.npy", result.key.view()));
-  if (r_payload) files.push_back(stage_column(dir / "r_payload.npy", result.r_payload.view()));
-  if (s_payload) files.push_back(stage_column(dir / "s_payload.npy", result.s_payload.view()));
+  for (const NamedColumn& c : result.columns) files.push_back(stage_column(dir / (c.name + ".npy"), c.column.view()));
+  if (o.output == TableOutput::GatherMaps) {
+    files.push_back(stage_column(dir / "r.row.npy", result.left_rows.view()));
+    if (o.how != JoinKind::LeftSemi && o.how != JoinKind::LeftAnti)
+      files.push_back(stage_column(dir / "s.row.npy", result.right_rows.view()));
+  }
   throw_if_interrupted();  // the staged files are removed as they go out of scope
   commit_all(files);
   std::vector<std::string> names;
@@ -147,32 +272,36 @@ std::vector<std::string> write_outputs(const fs::path& dir, const JoinResult& re
   return names;
 }
 
-nlohmann::json summary(const JoinResult& result, const Relation& r, const Relation& s, double read_s, double write_s,
-                       const std::vector<std::string>& outputs) {
+nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, const TableView& r, const TableView& s,
+                       double read_s, double write_s, const std::vector<std::string>& outputs) {
+  const JoinResult& j = result.join;
   nlohmann::json phases = nlohmann::json::array();
-  for (const PhaseStat& p : result.phases)
+  for (const PhaseStat& p : j.phases)
     phases.push_back({{"name", p.name}, {"seconds", p.seconds}, {"bytes_pcie", p.bytes_pcie},
                       {"bytes_nvlink", p.bytes_nvlink}});
   return {{"count", result.count},
+          {"how", args.how},
           {"seconds", result.seconds},
-          {"executor", result.executor},
-          {"strategy", strategy_name(result.strategy)},
-          {"strategy_reason", result.strategy_reason},
+          {"join_seconds", j.seconds},
+          {"executor", j.executor},
+          {"strategy", strategy_name(j.strategy)},
+          {"strategy_reason", j.strategy_reason},
+          {"materialization", result.materialization},
           {"phases", phases},
-          {"r_rows", r.size()},
-          {"s_rows", s.size()},
-          {"key_type", std::string(dtype_name(r.key.type()))},
+          {"r_rows", r.rows()},
+          {"s_rows", s.rows()},
           {"read_seconds", read_s},
           {"write_seconds", write_s},
-          {"peak_host_bytes", result.peak_host_bytes},
+          {"peak_host_bytes", j.peak_host_bytes},
           {"output_files", outputs}};
 }
 
 void run_join(const JoinArgs& args) {
-  MGJOIN_INPUT_EXPECTS(args.count_only || !args.out_dir.empty(),
-                       "one of --out-dir (write the joined columns) or --count (print the number of matches) is required");
-  MGJOIN_INPUT_EXPECTS(!(args.count_only && !args.out_dir.empty()), "--count and --out-dir exclude each other");
-  JoinOptions options = join_options(args);
+  const bool writes = output_form(args) != TableOutput::Count;
+  MGJOIN_INPUT_EXPECTS(!writes || !args.out_dir.empty(),
+                       "one of --out-dir (write the joined columns or --output maps) or --count (print the number of "
+                       "output rows) is required");
+  MGJOIN_INPUT_EXPECTS(writes || args.out_dir.empty(), "--count and --out-dir exclude each other");
   const auto type = parse_type_option(args.type, "--type");
   const auto r_type = parse_type_option(args.r_type, "--r-type");
   const auto s_type = parse_type_option(args.s_type, "--s-type");
@@ -180,66 +309,77 @@ void run_join(const JoinArgs& args) {
   const auto s_payload_type = parse_type_option(args.s_payload_type, "--s-payload-type");
 
   // Everything that can be checked cheaply is checked before reading gigabytes.
-  RelationSource r_src = resolve_relation('r', args.r_key, args.r_payload, args.r_dir, first_of({r_type, type}),
-                                          first_of({r_payload_type, r_type, type}));
-  RelationSource s_src = resolve_relation('s', args.s_key, args.s_payload, args.s_dir, first_of({s_type, type}),
-                                          first_of({s_payload_type, s_type, type}));
-  check_relation(r_src);
-  check_relation(s_src);
-  MGJOIN_INPUT_EXPECTS(r_src.key.info.type == s_src.key.info.type,
-                       "key types differ: " + r_src.key.path.string() + " is " +
-                           std::string(dtype_name(r_src.key.info.type)) + ", " + s_src.key.path.string() + " is " +
-                           std::string(dtype_name(s_src.key.info.type)));
+  TableSource r_src = resolve_table('r', args.r_key, args.r_payload, args.r_dir, args.r_columns,
+                                    first_of({r_type, type}), first_of({r_payload_type, r_type, type}));
+  TableSource s_src = resolve_table('s', args.s_key, args.s_payload, args.s_dir, args.s_columns,
+                                    first_of({s_type, type}), first_of({s_payload_type, s_type, type}));
+  check_table_files(r_src);
+  check_table_files(s_src);
+  check_keys_comparable(r_src, s_src);
+  const TableJoinOptions options = join_options(args, r_src, s_src);
   const fs::path out_dir = args.out_dir;
-  if (!args.count_only) prepare_output_directory(out_dir, "--out-dir");
+  if (writes) prepare_output_directory(out_dir, "--out-dir");
 
   // Pinned host memory lets the GPUs copy at full PCIe speed; the CPU path needs none.
   const bool gpus_used = args.engine.gpus != 0 && gpu::device_count() > 0;
   const MemoryKind memory = gpus_used ? MemoryKind::Pinned : MemoryKind::Pageable;
+  const bool payloads = options.output == TableOutput::Columns;
   const auto t_read = Clock::now();
-  Relation r = read_relation(r_src, memory);
-  Relation s = read_relation(s_src, memory);
+  LoadedTable r = read_table(r_src, memory, payloads);
+  LoadedTable s = read_table(s_src, memory, payloads);
   const double read_s = seconds_since(t_read);
   throw_if_interrupted();
 
-  const JoinResult result = join(r.view(), s.view(), options);
-  std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.executor.c_str(),
+  const TableJoinResult result = join_tables(r.view, s.view, options);
+  std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.join.executor.c_str(),
                args.engine.gpus < 0 && !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "");
-  if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.strategy_reason.c_str());
+  if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.join.strategy_reason.c_str());
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
-  if (!args.count_only) outputs = write_outputs(out_dir, result, r.payload.has_value(), s.payload.has_value());
+  if (writes) outputs = write_outputs(out_dir, result, options);
   const double write_s = seconds_since(t_write);
 
   if (args.json) {
-    std::printf("%s\n", summary(result, r, s, read_s, write_s, outputs).dump(2).c_str());
-  } else if (args.count_only) {
+    std::printf("%s\n", summary(result, args, r.view, s.view, read_s, write_s, outputs).dump(2).c_str());
+  } else if (!writes) {
     std::printf("%llu\n", static_cast<unsigned long long>(result.count));
   } else {
-    std::fprintf(stderr, "mgjoin: %llu rows joined in %.3f s (read %.3f s, write %.3f s) into %s\n",
-                 static_cast<unsigned long long>(result.count), result.seconds, read_s, write_s, out_dir.c_str());
+    std::fprintf(stderr, "mgjoin: %llu rows joined (%s) in %.3f s (read %.3f s, write %.3f s) into %s\n",
+                 static_cast<unsigned long long>(result.count), join_kind_name(options.how), result.seconds, read_s,
+                 write_s, out_dir.c_str());
   }
 }
 
 }  // namespace
 
 void add_join_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("join", "inner equi-join of R and S column files (.npy or raw)");
+  auto* cmd = app.add_subcommand("join", "equi-join of two tables of column files (.npy or raw): any kind, key or maps");
   auto a = std::make_shared<JoinArgs>();
-  cmd->add_option("--r-key", a->r_key, "R key column file (.npy, or raw with --type)");
-  cmd->add_option("--r-payload", a->r_payload, "R payload column file (optional)");
-  cmd->add_option("--s-key", a->s_key, "S key column file");
-  cmd->add_option("--s-payload", a->s_payload, "S payload column file (optional)");
-  cmd->add_option("--r-dir", a->r_dir, "directory with key.npy [payload.npy] or r_key.npy [r_payload.npy]");
-  cmd->add_option("--s-dir", a->s_dir, "directory with key.npy [payload.npy] or s_key.npy [s_payload.npy]");
-  cmd->add_option("--type", a->type, "element type of raw (non-.npy) files: int32 uint32 int64 uint64 float32 float64");
+  cmd->add_option("--r-key", a->r_key,
+                  "R's key: a column file (.npy, or raw with --type); with --r-dir, the key column name(s), "
+                  "comma-separated for a composite key (default: key)");
+  cmd->add_option("--r-payload", a->r_payload, "R payload column file (optional; not with --r-dir)");
+  cmd->add_option("--s-key", a->s_key, "S's key, as --r-key");
+  cmd->add_option("--s-payload", a->s_payload, "S payload column file (optional; not with --s-dir)");
+  cmd->add_option("--r-dir", a->r_dir,
+                  "directory whose .npy files are R's columns, each named by its file stem (mgjoin generate's "
+                  "r_key.npy and r_payload.npy read as key and payload)");
+  cmd->add_option("--s-dir", a->s_dir, "directory whose .npy files are S's columns, as --r-dir");
+  cmd->add_option("--r-columns", a->r_columns, "R's columns in the output, comma-separated (default: all but the key)");
+  cmd->add_option("--s-columns", a->s_columns, "S's columns in the output, comma-separated (default: all but the key)");
+  cmd->add_option("--how", a->how, "join kind: inner, left, right, full (outer joins), semi or anti (left semi/anti)")
+      ->capture_default_str();
+  cmd->add_option("--output", a->output,
+                  "columns (key.npy, r.<name>.npy, s.<name>.npy, r.valid.npy/s.valid.npy for outer joins), maps "
+                  "(r.row.npy, s.row.npy: int64 row indices, -1 where missing) or count (default: columns)");
+  cmd->add_option("--type", a->type, "element type of raw (non-.npy) files: int8 ... uint64, float32, float64, bool");
   cmd->add_option("--r-type", a->r_type, "element type of R's raw files (overrides --type)");
   cmd->add_option("--s-type", a->s_type, "element type of S's raw files (overrides --type)");
   cmd->add_option("--r-payload-type", a->r_payload_type, "element type of a raw R payload file");
   cmd->add_option("--s-payload-type", a->s_payload_type, "element type of a raw S payload file");
-  cmd->add_option("--out-dir", a->out_dir, "write key.npy r_payload.npy s_payload.npy here");
-  cmd->add_flag("--count", a->count_only, "print only the number of matches");
+  cmd->add_option("--out-dir", a->out_dir, "write the output files here");
+  cmd->add_flag("--count", a->count_only, "print only the number of output rows (--output count)");
   cmd->add_flag("--json", a->json, "print a JSON summary (count, seconds, executor, phases, output files)");
   a->engine.add_to(*cmd);
   cmd->callback([a] { run_join(*a); });

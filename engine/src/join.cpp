@@ -26,6 +26,10 @@ void validate_relations(const RelationView& r, const RelationView& s) {
   MGJOIN_INPUT_EXPECTS(!s.payload || s.payload->size == s.key.size,
                        "S payload has " + std::to_string(s.payload ? s.payload->size : 0) + " rows but S key has " +
                            std::to_string(s.key.size));
+  for (const auto& [side, payload] : {std::pair{"R", &r.payload}, std::pair{"S", &s.payload}})
+    MGJOIN_INPUT_EXPECTS(!*payload || dtype_size((*payload)->type) >= 4,
+                         std::string(side) + " payload has type " + name((*payload)->type) +
+                             ": join() carries payloads of 4 or 8 bytes (join_tables() takes any column)");
 }
 
 const char* strategy_name(JoinStrategy s) {

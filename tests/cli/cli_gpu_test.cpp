@@ -17,8 +17,8 @@ namespace {
 
 /// Output rows as (key, r_payload, s_payload) triples, sorted (row order is unspecified).
 std::vector<std::array<std::uint64_t, 3>> rows(const std::string& dir) {
-  const HostColumn k = read_column(dir + "/key.npy"), r = read_column(dir + "/r_payload.npy"),
-                   s = read_column(dir + "/s_payload.npy");
+  const HostColumn k = read_column(dir + "/key.npy"), r = read_column(dir + "/r.payload.npy"),
+                   s = read_column(dir + "/s.payload.npy");
   std::vector<std::array<std::uint64_t, 3>> out(static_cast<std::size_t>(k.size()));
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i] = {k.as<std::uint64_t>()[i], r.as<std::uint64_t>()[i], s.as<std::uint64_t>()[i]};

@@ -48,8 +48,8 @@ TEST_F(CliTest, MaterializedRowsPointBackAtTheirInputRows) {
   const auto r_key = values<std::uint64_t>(read_column(path("gen/r_key.npy")));
   const auto s_key = values<std::uint64_t>(read_column(path("gen/s_key.npy")));
   const auto key = values<std::uint64_t>(read_column(path("out/key.npy")));
-  const auto rp = values<std::uint64_t>(read_column(path("out/r_payload.npy")));
-  auto sp = values<std::uint64_t>(read_column(path("out/s_payload.npy")));
+  const auto rp = values<std::uint64_t>(read_column(path("out/r.payload.npy")));
+  auto sp = values<std::uint64_t>(read_column(path("out/s.payload.npy")));
   ASSERT_EQ(key.size(), s_key.size()) << "each S row matches exactly one R row";
   for (std::size_t i = 0; i < key.size(); ++i) {
     ASSERT_EQ(key[i], r_key[rp[i]]) << "row " << i;  // payloads are the generator's row indices
@@ -66,7 +66,7 @@ TEST_F(CliTest, KeyOnlyRelationsWriteOnlyTheFilesTheyHave) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto names = entries("out");
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"key.npy", "s_payload.npy"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"key.npy", "s.payload.npy"}));
   EXPECT_EQ(read_column(path("out/key.npy")).size(), 10'000);
 }
 

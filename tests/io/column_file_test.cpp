@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -31,7 +33,8 @@ void expect_same(const HostColumn& expected, const HostColumn& actual) {
   EXPECT_EQ(std::memcmp(actual.data(), expected.data(), expected.bytes()), 0);
 }
 
-constexpr DType kAllTypes[] = {DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
+constexpr DType kAllTypes[] = {DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Float32, DType::Float64,
+                               DType::Int8,  DType::UInt8,  DType::Int16, DType::UInt16, DType::Bool};
 
 class RoundTrip : public TempDirTest, public ::testing::WithParamInterface<DType> {};
 
@@ -120,6 +123,20 @@ TEST_F(TempDirTest, ReadsHeaderVariants) {
     ASSERT_EQ(c.type(), DType::UInt64) << dict;
     ASSERT_EQ(c.size(), 2) << dict;
     EXPECT_EQ(c.as<std::uint64_t>()[1], 43u) << dict;
+  }
+}
+
+TEST_F(TempDirTest, NarrowTypesGetNumpysOwnDescr) {
+  // What numpy writes for them: no byte order for one byte, '<' for two.
+  const std::pair<DType, const char*> expected[] = {{DType::Int8, "'|i1'"},  {DType::UInt8, "'|u1'"},
+                                                    {DType::Bool, "'|b1'"},  {DType::Int16, "'<i2'"},
+                                                    {DType::UInt16, "'<u2'"}, {DType::Float32, "'<f4'"}};
+  for (const auto& [type, descr] : expected) {
+    const HostColumn c = HostColumn::allocate(type, 3);
+    write_column(dir() / "c.npy", c.view());
+    std::ifstream in(dir() / "c.npy", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(bytes.find(std::string("'descr': ") + descr), std::string::npos) << dtype_name(type) << ": " << bytes.substr(0, 80);
   }
 }
 

@@ -147,7 +147,7 @@ std::vector<BadFile> bad_npy_files() {
       // Types.
       {"big-endian int64", npy(dict(">i8", "(2,)")), "unsupported dtype '>i8' (big-endian"},
       {"big-endian float64", npy(dict(">f8", "(2,)")), "big-endian"},
-      {"bool", npy(dict("|b1", "(16,)")), "unsupported dtype '|b1' (bool"},
+      {"bool with a byte order it cannot have", npy(dict(">b1", "(16,)")), "unsupported dtype '>b1' (big-endian"},
       {"float16", npy(dict("<f2", "(8,)")), "unsupported dtype '<f2' (float16"},
       {"unicode strings", npy(dict("<U4", "(1,)")), "unsupported dtype '<U4' (unicode strings"},
       {"byte strings", npy(dict("|S16", "(1,)")), "unsupported dtype '|S16' (byte strings"},
@@ -155,7 +155,7 @@ std::vector<BadFile> bad_npy_files() {
       {"datetime", npy(dict("<M8[ns]", "(2,)")), "unsupported dtype '<M8[ns]' (datetime"},
       {"void", npy(dict("|V8", "(2,)")), "unsupported dtype '|V8' (raw bytes"},
       {"object arrays under another byte order", npy(dict("<O", "(2,)")), "unsupported dtype '<O' (Python objects"},
-      {"int16", npy(dict("<i2", "(8,)")), "unsupported dtype '<i2' (int16"},
+      {"int16 written without a byte order", npy(dict("|i2", "(8,)")), "unsupported dtype '|i2' (byte order not applicable"},
       {"int128", npy(dict("<i16", "(1,)")), "unsupported dtype '<i16'"},
       // numpy writes type codes ('<u8'), never names: '<uint64' is not a numpy type string.
       {"a type name instead of its code", npy(dict("<uint64", "(2,)")), "unsupported dtype '<uint64'"},

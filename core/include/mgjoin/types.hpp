@@ -9,18 +9,31 @@
 
 namespace mgjoin {
 
-/// Element type of a column. Keys are the four integer types; payloads may also be floats.
-enum class DType : std::uint8_t { Int32, UInt32, Int64, UInt64, Float32, Float64 };
+/// Element type of a column. Keys of join() are the four 4- and 8-byte integer types; keys of
+/// join_tables() may be composites of any integer columns; payloads may be any type.
+enum class DType : std::uint8_t { Int32, UInt32, Int64, UInt64, Float32, Float64, Int8, UInt8, Int16, UInt16, Bool };
 
 constexpr std::size_t dtype_size(DType t) {
-  return (t == DType::Int32 || t == DType::UInt32 || t == DType::Float32) ? 4 : 8;
+  switch (t) {
+    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+    case DType::Int16: case DType::UInt16: return 2;
+    case DType::Int32: case DType::UInt32: case DType::Float32: return 4;
+    default: return 8;
+  }
 }
-constexpr bool is_key_dtype(DType t) { return t != DType::Float32 && t != DType::Float64; }
-constexpr bool is_signed_key(DType t) { return t == DType::Int32 || t == DType::Int64; }
+/// A key of join(): a 4- or 8-byte integer.
+constexpr bool is_key_dtype(DType t) {
+  return t == DType::Int32 || t == DType::UInt32 || t == DType::Int64 || t == DType::UInt64;
+}
+/// Any integer type (a component of a composite key; bool is not one).
+constexpr bool is_integer_dtype(DType t) { return t != DType::Float32 && t != DType::Float64 && t != DType::Bool; }
+constexpr bool is_signed_key(DType t) {
+  return t == DType::Int32 || t == DType::Int64 || t == DType::Int8 || t == DType::Int16;
+}
 
-/// "int32", "uint32", "int64", "uint64", "float32", "float64".
+/// "int32", "uint32", "int64", "uint64", "float32", "float64", "int8", "uint8", "int16", "uint16", "bool".
 std::string_view dtype_name(DType t);
-/// Parses the names above (and numpy's "i4", "u8", "f4", ...); nullopt when unknown.
+/// Parses the names above (and numpy's "i4", "u8", "f4", "b1", ...); nullopt when unknown.
 std::optional<DType> parse_dtype(std::string_view name);
 
 /// Non-owning view of a column in host memory.

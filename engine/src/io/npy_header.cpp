@@ -193,25 +193,29 @@ std::string kind_name(char kind, std::string_view size) {
   }
 }
 
+/// numpy's type codes of the supported types.
+constexpr std::pair<std::string_view, DType> kNpyCodes[] = {
+    {"i4", DType::Int32}, {"u4", DType::UInt32},  {"i8", DType::Int64}, {"u8", DType::UInt64},
+    {"f4", DType::Float32}, {"f8", DType::Float64}, {"i1", DType::Int8},  {"u1", DType::UInt8},
+    {"i2", DType::Int16}, {"u2", DType::UInt16},  {"b1", DType::Bool}};
+
 /// '<u8' -> UInt64 etc. '=' (native) is little-endian on every host mgjoin runs on. numpy writes type
 /// codes, never names: '<uint64' is refused.
 DType parse_descr(const std::string& descr, const std::string& file) {
   const auto unsupported = [&](const std::string& why) {
     return InputError(file + ": unsupported dtype " + quoted(descr) + " (" + why +
-                      "; supported: little-endian int32, uint32, int64, uint64, float32, float64)");
+                      "; supported: little-endian int8/16/32/64, uint8/16/32/64, float32, float64, bool)");
   };
   if (descr.size() < 2) throw unsupported("unknown type");
   const char order = descr[0];
   if (order == '>') throw unsupported("big-endian");
   if (order != '<' && order != '=' && order != '|') throw unsupported("unknown byte order");
-  static constexpr std::pair<std::string_view, DType> kCodes[] = {
-      {"i4", DType::Int32}, {"u4", DType::UInt32}, {"i8", DType::Int64},
-      {"u8", DType::UInt64}, {"f4", DType::Float32}, {"f8", DType::Float64}};
   const std::string_view code = std::string_view(descr).substr(1);
   const auto* known =
-      std::find_if(std::begin(kCodes), std::end(kCodes), [&](const auto& c) { return c.first == code; });
-  if (known == std::end(kCodes)) throw unsupported(kind_name(code[0], code.substr(1)));
-  if (order == '|') throw unsupported("byte order not applicable");
+      std::find_if(std::begin(kNpyCodes), std::end(kNpyCodes), [&](const auto& c) { return c.first == code; });
+  if (known == std::end(kNpyCodes)) throw unsupported(kind_name(code[0], code.substr(1)));
+  // numpy writes '|' (no byte order) for 1-byte types, '<' for wider ones.
+  if (order == '|' && dtype_size(known->second) > 1) throw unsupported("byte order not applicable");
   return known->second;
 }
 
@@ -312,10 +316,10 @@ NpyHeader parse_npy_dict(std::string_view dict, const std::string& file) {
 }
 
 std::string format_npy_header(DType type, std::int64_t size) {
-  std::string dict = "{'descr': '<";
-  dict += std::string(1, is_key_dtype(type) ? (is_signed_key(type) ? 'i' : 'u') : 'f');
-  dict += std::to_string(dtype_size(type)) + "', 'fortran_order': False, 'shape': (" + std::to_string(size) +
-          ",), }";
+  const auto* code =
+      std::find_if(std::begin(kNpyCodes), std::end(kNpyCodes), [&](const auto& c) { return c.second == type; });
+  std::string dict = std::string("{'descr': '") + (dtype_size(type) == 1 ? '|' : '<') + std::string(code->first) +
+                     "', 'fortran_order': False, 'shape': (" + std::to_string(size) + ",), }";
   const bool v1 = dict.size() + 1 + kNpyPrefixV1 <= 65535;
   const std::size_t prefix = v1 ? kNpyPrefixV1 : kNpyPrefixV2;
   const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;

@@ -1,0 +1,130 @@
+#pragma once
+// Joins of tables: any number of named columns, keys of one column or a composite of several integer
+// columns, inner, outer, semi and anti joins, and three output forms (a count, gather maps, or the
+// joined columns).
+//
+//   mgjoin::TableView orders{{{"o_id", o_id}, {"c_id", c_id}, {"total", total}}};
+//   mgjoin::TableView customers{{{"c_id", cust_id}, {"region", region}}};
+//   mgjoin::TableJoinOptions o;
+//   o.left_on = {"c_id"};
+//   o.right_on = {"c_id"};
+//   o.how = mgjoin::JoinKind::LeftOuter;
+//   mgjoin::TableJoinResult res = mgjoin::join_tables(orders, customers, o);
+//   // res.columns: key, r.o_id, r.total, s.region, r.valid, s.valid
+//
+// Underneath, join() runs on (key, row id) relations: the flows sort and move only the keys and 4-byte
+// row ids (8-byte ones from 2^32 rows), and the payload columns are gathered once, at the end, in the
+// output's order (late materialization). An inner join with at most one 4- or 8-byte payload column per
+// side may instead carry the payloads through the flow (TableJoinOptions::materialization).
+//
+// The caller's columns are never modified (join() sorts its own copies of the keys when a flow sorts
+// in place), unless TableJoinOptions::may_reorder_inputs allows it.
+#include <mgjoin/join.hpp>
+#include <mgjoin/types.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mgjoin {
+
+/// A column of a table, by name (a non-owning view).
+struct NamedColumnView {
+  std::string name;
+  ColumnView column;
+};
+
+/// A table: named columns of one length (checked by join_tables).
+struct TableView {
+  std::vector<NamedColumnView> columns;
+  /// Rows of the first column (0 for a table without columns).
+  std::int64_t rows() const { return columns.empty() ? 0 : columns.front().column.size; }
+  /// The column named `name`, or nullptr.
+  const ColumnView* find(std::string_view name) const;
+};
+
+/// Which rows a join outputs.
+/// - Inner: every matching (left, right) pair.
+/// - LeftOuter / RightOuter / FullOuter: the pairs, plus every row of the left (right, both) table that
+///   matches nothing, with the other side missing.
+/// - LeftSemi: each left row that matches at least one right row, once. LeftAnti: each left row that
+///   matches none. (Right semi and anti joins: swap the tables.)
+enum class JoinKind : std::uint8_t { Inner, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti };
+
+/// "inner", "left", "right", "full", "semi", "anti".
+const char* join_kind_name(JoinKind kind);
+/// The names above, and "left_outer", "right_outer", "full_outer", "outer", "left_semi", "left_anti".
+std::optional<JoinKind> parse_join_kind(std::string_view name);
+
+/// What join_tables returns.
+enum class TableOutput : std::uint8_t {
+  Count,       ///< the number of output rows
+  GatherMaps,  ///< int64 row indices into the left and right tables (-1 where a side is missing)
+  Columns,     ///< the key and the chosen payload columns of both sides
+};
+
+/// How payload columns reach the output.
+/// - Late: keys travel with row ids; payload columns are gathered by the row ids at the end.
+/// - Carry: payloads travel through the flow with their keys (inner joins with at most one 4- or 8-byte
+///   payload column per side only; otherwise Late is used and `materialization` in the result says so).
+/// - Auto: Carry where it applies and the output moves fewer bytes that way, else Late.
+enum class Materialization : std::uint8_t { Auto, Carry, Late };
+
+struct TableJoinOptions {
+  /// Key columns: one, or several integer columns whose widths add up to at most 8 bytes (packed,
+  /// order-preserving, into one sort key). The i-th left key column is compared with the i-th right
+  /// one; their types must be equal.
+  std::vector<std::string> left_on, right_on;
+  JoinKind how = JoinKind::Inner;
+  TableOutput output = TableOutput::Columns;
+  /// Payload columns in the output (TableOutput::Columns), in this order; nullopt = every column that
+  /// is not a key column, in table order. Semi and anti joins output no right columns.
+  std::optional<std::vector<std::string>> left_columns, right_columns;
+  Materialization materialization = Materialization::Auto;
+  /// The caller allows join_tables to reorder its key and payload columns in place, every column of a
+  /// table alike (rows stay whole), instead of copying them first: carried inner joins then skip a copy
+  /// of their inputs. Off by default: the caller's columns are never modified.
+  bool may_reorder_inputs = false;
+  /// GPUs, flow, sort, exchange, memory, progress and cancellation of the join underneath. Its `output`
+  /// and `payloads` are chosen by join_tables and ignored here.
+  JoinOptions join;
+};
+
+/// An owning column of a result, by name.
+struct NamedColumn {
+  std::string name;
+  HostColumn column;
+};
+
+struct TableJoinResult {
+  std::uint64_t count = 0;  ///< output rows
+  /// TableOutput::GatherMaps: for output row i, left_rows[i] and right_rows[i] are row indices (int64)
+  /// into the left and right table, -1 where an outer join's side has no row. Semi and anti joins
+  /// return left_rows only. Order: the matching pairs first (in key order from the co-partitioned flow
+  /// and the CPU path; in no particular order from the paper flow), then an outer join's unmatched
+  /// rows of the left, then of the right table, each in table order; semi and anti joins in left table
+  /// order.
+  HostColumn left_rows, right_rows;
+  /// TableOutput::Columns, in this order:
+  /// - "key" (one key column) or "key.<left name>" per component of a composite key: the key value of
+  ///   the row (from the right row where the left one is missing);
+  /// - "r.<name>" for each chosen left column, "s.<name>" for each chosen right column;
+  /// - outer joins: "r.valid" and/or "s.valid" (bool): false where that side has no row, whose columns
+  ///   then hold zeros (Arrow's validity, as a column).
+  std::vector<NamedColumn> columns;
+  /// "late" or "carried": how the payloads came (TableOutput::Columns).
+  std::string materialization;
+  /// The join underneath: phases, executor, strategy and why (its own count and columns are moved here).
+  JoinResult join;
+  double seconds = 0;  ///< the whole call: key preparation, join, gathers
+};
+
+/// Joins two tables on their key columns.
+/// @throw InputError naming the table and column for a missing or unsupported key column, key columns
+///        whose types differ or are wider than 8 bytes together, columns of different lengths, an
+///        unknown payload column; as join() for the rest.
+TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options);
+
+}  // namespace mgjoin

@@ -1,0 +1,166 @@
+#include "engine/src/table/row_maps.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <omp.h>
+
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+namespace mgjoin::table {
+namespace {
+
+/// Row id `i` of a uint32 or uint64 row-id column.
+std::int64_t id_at(const HostColumn& ids, std::int64_t i) {
+  return ids.type() == DType::UInt32 ? static_cast<std::int64_t>(ids.as<std::uint32_t>()[i])
+                                     : static_cast<std::int64_t>(ids.as<std::uint64_t>()[i]);
+}
+
+/// Which rows of a table appear in the pairs (one byte per row).
+std::vector<std::uint8_t> matched_rows(const HostColumn& ids, std::int64_t rows) {
+  std::vector<std::uint8_t> matched(static_cast<std::size_t>(rows), 0);
+  const std::int64_t n = ids.size();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    std::atomic_ref<std::uint8_t>(matched[static_cast<std::size_t>(id_at(ids, i))]).store(1, std::memory_order_relaxed);
+  return matched;
+}
+
+/// Rows whose flag equals `wanted`, in table order, written to out[0..) (or only counted when out is
+/// null): a count per block, a prefix sum, then each block writes its part.
+std::int64_t select_rows(const std::vector<std::uint8_t>& flags, std::uint8_t wanted, std::int64_t* out) {
+  const auto n = static_cast<std::int64_t>(flags.size());
+  const int blocks = omp_get_max_threads() * 4;
+  std::vector<std::int64_t> offset(static_cast<std::size_t>(blocks) + 1, 0);
+  const auto bounds = [&](int b) { return std::pair{n * b / blocks, n * (b + 1) / blocks}; };
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int b = 0; b < blocks; ++b) {
+    const auto [lo, hi] = bounds(b);
+    std::int64_t c = 0;
+    for (std::int64_t r = lo; r < hi; ++r) c += flags[static_cast<std::size_t>(r)] == wanted;
+    offset[static_cast<std::size_t>(b) + 1] = c;
+  }
+  for (int b = 0; b < blocks; ++b) offset[b + 1] += offset[b];
+  if (out) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int b = 0; b < blocks; ++b) {
+      const auto [lo, hi] = bounds(b);
+      std::int64_t at = offset[static_cast<std::size_t>(b)];
+      for (std::int64_t r = lo; r < hi; ++r)
+        if (flags[static_cast<std::size_t>(r)] == wanted) out[at++] = r;
+    }
+  }
+  return offset.back();
+}
+
+bool keeps_left_unmatched(JoinKind k) { return k == JoinKind::LeftOuter || k == JoinKind::FullOuter; }
+bool keeps_right_unmatched(JoinKind k) { return k == JoinKind::RightOuter || k == JoinKind::FullOuter; }
+bool left_rows_only(JoinKind k) { return k == JoinKind::LeftSemi || k == JoinKind::LeftAnti; }
+
+void fill(std::int64_t* out, std::int64_t rows, std::int64_t value) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < rows; ++i) out[i] = value;
+}
+
+}  // namespace
+
+RowMaps rows_of_kind(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right, std::int64_t left_rows,
+                     std::int64_t right_rows) {
+  RowMaps maps;
+  if (left_rows_only(kind)) {
+    const std::vector<std::uint8_t> matched = matched_rows(pair_left, left_rows);
+    const std::uint8_t wanted = kind == JoinKind::LeftSemi ? 1 : 0;
+    maps.rows = select_rows(matched, wanted, nullptr);
+    maps.left = HostColumn::allocate(DType::Int64, maps.rows);
+    select_rows(matched, wanted, maps.left.as<std::int64_t>());
+    return maps;
+  }
+  const std::int64_t pairs = pair_left.size();
+  std::vector<std::uint8_t> left_matched, right_matched;
+  std::int64_t left_alone = 0, right_alone = 0;
+  if (keeps_left_unmatched(kind)) {
+    left_matched = matched_rows(pair_left, left_rows);
+    left_alone = select_rows(left_matched, 0, nullptr);
+  }
+  if (keeps_right_unmatched(kind)) {
+    right_matched = matched_rows(pair_right, right_rows);
+    right_alone = select_rows(right_matched, 0, nullptr);
+  }
+  maps.rows = pairs + left_alone + right_alone;
+  maps.left = HostColumn::allocate(DType::Int64, maps.rows);
+  maps.right = HostColumn::allocate(DType::Int64, maps.rows);
+  std::int64_t* l = maps.left.as<std::int64_t>();
+  std::int64_t* r = maps.right.as<std::int64_t>();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    l[i] = id_at(pair_left, i);
+    r[i] = id_at(pair_right, i);
+  }
+  if (left_alone) {
+    select_rows(left_matched, 0, l + pairs);
+    fill(r + pairs, left_alone, -1);
+  }
+  if (right_alone) {
+    fill(l + pairs + left_alone, right_alone, -1);
+    select_rows(right_matched, 0, r + pairs + left_alone);
+  }
+  return maps;
+}
+
+std::uint64_t rows_of_kind_count(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right,
+                                 std::int64_t left_rows, std::int64_t right_rows) {
+  if (left_rows_only(kind))
+    return static_cast<std::uint64_t>(
+        select_rows(matched_rows(pair_left, left_rows), kind == JoinKind::LeftSemi ? 1 : 0, nullptr));
+  std::uint64_t rows = static_cast<std::uint64_t>(pair_left.size());
+  if (keeps_left_unmatched(kind)) rows += static_cast<std::uint64_t>(select_rows(matched_rows(pair_left, left_rows), 0, nullptr));
+  if (keeps_right_unmatched(kind))
+    rows += static_cast<std::uint64_t>(select_rows(matched_rows(pair_right, right_rows), 0, nullptr));
+  return rows;
+}
+
+namespace {
+
+template <std::size_t Width>
+void gather_words(const ColumnView& first, const std::int64_t* first_map, std::int64_t rows, const ColumnView* second,
+                  const std::int64_t* second_map, char* out) {
+  const char* a = static_cast<const char*>(first.data);
+  const char* b = second ? static_cast<const char*>(second->data) : nullptr;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < rows; ++i) {
+    char* to = out + static_cast<std::size_t>(i) * Width;
+    if (first_map[i] >= 0)
+      std::memcpy(to, a + static_cast<std::size_t>(first_map[i]) * Width, Width);
+    else if (b && second_map[i] >= 0)
+      std::memcpy(to, b + static_cast<std::size_t>(second_map[i]) * Width, Width);
+    else
+      std::memset(to, 0, Width);
+  }
+}
+
+}  // namespace
+
+HostColumn gather(const ColumnView& first, const std::int64_t* first_map, std::int64_t rows, const ColumnView* second,
+                  const std::int64_t* second_map) {
+  MGJOIN_EXPECTS(!second || second->type == first.type, "a coalescing gather of two column types");
+  HostColumn out = HostColumn::allocate(first.type, rows);
+  char* to = out.as<char>();
+  switch (dtype_size(first.type)) {
+    case 1: gather_words<1>(first, first_map, rows, second, second_map, to); break;
+    case 2: gather_words<2>(first, first_map, rows, second, second_map, to); break;
+    case 4: gather_words<4>(first, first_map, rows, second, second_map, to); break;
+    default: gather_words<8>(first, first_map, rows, second, second_map, to); break;
+  }
+  return out;
+}
+
+HostColumn validity(const std::int64_t* map, std::int64_t rows) {
+  HostColumn out = HostColumn::allocate(DType::Bool, rows);
+  auto* valid = out.as<std::uint8_t>();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < rows; ++i) valid[i] = map[i] >= 0 ? 1 : 0;
+  return out;
+}
+
+}  // namespace mgjoin::table

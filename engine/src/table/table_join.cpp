@@ -1,0 +1,256 @@
+// join_tables(): checks the tables, makes one sort key and a row id per row, runs join() on those
+// (key, row id) relations, and turns its matching pairs into the rows of the join kind and the output
+// form: a count, gather maps, or columns gathered by the maps (late materialization). An inner join
+// with at most one 4- or 8-byte payload column per side may carry the payloads through join() instead.
+#include <mgjoin/error.hpp>
+#include <mgjoin/table.hpp>
+
+#include "core/cancel.hpp"
+#include "engine/src/join/cpu_sort.hpp"
+#include "engine/src/table/row_maps.hpp"
+#include "engine/src/table/table_keys.hpp"
+#include "host_merge/parallel_copy.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mgjoin {
+
+const ColumnView* TableView::find(std::string_view name) const {
+  for (const NamedColumnView& c : columns)
+    if (c.name == name) return &c.column;
+  return nullptr;
+}
+
+const char* join_kind_name(JoinKind kind) {
+  switch (kind) {
+    case JoinKind::Inner: return "inner";
+    case JoinKind::LeftOuter: return "left";
+    case JoinKind::RightOuter: return "right";
+    case JoinKind::FullOuter: return "full";
+    case JoinKind::LeftSemi: return "semi";
+    case JoinKind::LeftAnti: return "anti";
+  }
+  return "?";
+}
+
+std::optional<JoinKind> parse_join_kind(std::string_view name) {
+  static const std::pair<std::string_view, JoinKind> kNames[] = {
+      {"inner", JoinKind::Inner},          {"left", JoinKind::LeftOuter},       {"left_outer", JoinKind::LeftOuter},
+      {"right", JoinKind::RightOuter},     {"right_outer", JoinKind::RightOuter}, {"full", JoinKind::FullOuter},
+      {"full_outer", JoinKind::FullOuter}, {"outer", JoinKind::FullOuter},      {"semi", JoinKind::LeftSemi},
+      {"left_semi", JoinKind::LeftSemi},   {"anti", JoinKind::LeftAnti},        {"left_anti", JoinKind::LeftAnti}};
+  for (const auto& [n, k] : kNames)
+    if (n == name) return k;
+  return std::nullopt;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kLeft = "left table";
+constexpr const char* kRight = "right table";
+
+bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != JoinKind::LeftAnti; }
+
+/// The payload columns one side outputs: those named (each must exist), or every non-key column.
+std::vector<NamedColumnView> chosen_columns(const TableView& table, const std::optional<std::vector<std::string>>& names,
+                                            const table::KeyColumns& key, const char* side, const char* field) {
+  std::vector<NamedColumnView> chosen;
+  if (names) {
+    for (const std::string& name : *names) {
+      const ColumnView* c = table.find(name);
+      MGJOIN_INPUT_EXPECTS(c != nullptr, std::string(side) + ": no column named '" + name + "' (" + field + ")");
+      chosen.push_back({name, *c});
+    }
+    return chosen;
+  }
+  for (const NamedColumnView& c : table.columns)
+    if (std::find(key.names.begin(), key.names.end(), c.name) == key.names.end()) chosen.push_back(c);
+  return chosen;
+}
+
+/// A pinned copy of a payload column that join() may sort in place.
+HostColumn copy_column(const ColumnView& c) {
+  HostColumn copy = HostColumn::allocate(c.type, c.size, MemoryKind::Pinned);
+  host_merge::parallel_copy(copy.data(), c.data, copy.bytes());
+  return copy;
+}
+
+struct Plan {
+  table::KeyColumns left_key, right_key;
+  std::vector<NamedColumnView> left_columns, right_columns;
+  bool carry = false;
+};
+
+bool carriable(const std::vector<NamedColumnView>& columns) {
+  return columns.size() <= 1 && (columns.empty() || dtype_size(columns[0].column.type) >= 4);
+}
+
+Plan plan_join(const TableView& left, const TableView& right, const TableJoinOptions& o) {
+  table::check_table(left, kLeft);
+  table::check_table(right, kRight);
+  Plan p;
+  p.left_key = table::key_columns(left, o.left_on, kLeft);
+  p.right_key = table::key_columns(right, o.right_on, kRight);
+  table::check_key_pair(p.left_key, p.right_key);
+  if (o.output == TableOutput::Columns) {
+    p.left_columns = chosen_columns(left, o.left_columns, p.left_key, kLeft, "TableJoinOptions::left_columns");
+    if (outputs_right_columns(o.how))
+      p.right_columns = chosen_columns(right, o.right_columns, p.right_key, kRight, "TableJoinOptions::right_columns");
+  }
+  // Carrying needs what join() carries (one 4- or 8-byte payload per side) and the key it outputs as is
+  // (one 4- or 8-byte key column). join() then brings the payloads its best way (late inside the
+  // co-partitioned flow, with the gathers on the GPUs), so Auto carries wherever it can.
+  const bool can_carry = o.how == JoinKind::Inner && o.output == TableOutput::Columns &&
+                         p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type) &&
+                         carriable(p.left_columns) && carriable(p.right_columns);
+  p.carry = can_carry && o.materialization != Materialization::Late;
+  return p;
+}
+
+/// join()'s options for the relations underneath.
+JoinOptions underneath(const TableJoinOptions& o, OutputMode output) {
+  JoinOptions j = o.join;
+  j.output = output;
+  return j;
+}
+
+/// One side of a carried join: its key and payload, copied unless the caller lets join() reorder its own
+/// columns (the const views then name memory the caller allowed us to write).
+struct CarriedSide {
+  std::optional<HostColumn> key_copy, payload_copy;
+  RelationView view;
+
+  CarriedSide(const table::KeyColumns& key, const std::vector<NamedColumnView>& columns, std::int64_t rows,
+              bool reorder_in_place) {
+    const ColumnView* payload = columns.empty() ? nullptr : &columns[0].column;
+    if (reorder_in_place) {
+      MGJOIN_EXPECTS(key.columns.size() == 1 && is_key_dtype(key.columns[0].type), "only a 4- or 8-byte key sorts in place");
+      view.key = mutable_view(key.columns[0]);
+      if (payload) view.payload = mutable_view(*payload);
+      return;
+    }
+    key_copy = table::sort_key(key, rows);
+    view.key = key_copy->view();
+    if (payload) {
+      payload_copy = copy_column(*payload);
+      view.payload = payload_copy->view();
+    }
+  }
+
+  static MutableColumnView mutable_view(const ColumnView& c) { return {const_cast<void*>(c.data), c.size, c.type}; }
+};
+
+/// Inner join with the payloads carried through join(): its columns are the output.
+TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o) {
+  CarriedSide l(p.left_key, p.left_columns, left_rows, o.may_reorder_inputs);
+  CarriedSide r(p.right_key, p.right_columns, right_rows, o.may_reorder_inputs);
+  TableJoinResult res;
+  res.join = join(l.view, r.view, underneath(o, OutputMode::Materialize));
+  res.count = res.join.count;
+  res.materialization = "carried";
+  res.columns.push_back({"key", std::move(res.join.key)});
+  if (l.view.payload) res.columns.push_back({"r." + p.left_columns[0].name, std::move(res.join.r_payload)});
+  if (r.view.payload) res.columns.push_back({"s." + p.right_columns[0].name, std::move(res.join.s_payload)});
+  return res;
+}
+
+/// An inner join's count: the keys alone (no row ids, no payloads).
+TableJoinResult count_inner(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o) {
+  const bool in_place = o.may_reorder_inputs && p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type);
+  CarriedSide l(p.left_key, {}, left_rows, in_place), r(p.right_key, {}, right_rows, in_place);
+  TableJoinResult res;
+  res.join = join(l.view, r.view, underneath(o, OutputMode::Count));
+  res.count = res.join.count;
+  return res;
+}
+
+/// The right table's distinct sort keys (row ids are then ids of distinct keys): a semi or anti join
+/// needs only whether a left row matches, and the pairs of a key repeated many times on the right would
+/// multiply its output.
+HostColumn distinct_keys(HostColumn keys) {
+  detail::sort_relation_cpu(RelationView{keys.view(), std::nullopt});
+  const auto unique_count = [&](auto* k) { return std::unique(k, k + keys.size()) - k; };
+  const std::int64_t n = keys.type() == DType::UInt32 || keys.type() == DType::Int32
+                             ? unique_count(keys.as<std::uint32_t>())
+                             : unique_count(keys.as<std::uint64_t>());
+  keys.truncate(n);
+  return keys;
+}
+
+/// Pairs of a semi or anti join beyond which the right keys are made distinct first: a few per row
+/// cost less than a CPU sort of the right keys.
+constexpr std::uint64_t kSemiPairsPerRow = 4;
+
+TableJoinResult join_late(const Plan& p, const TableView& left, const TableView& right, const TableJoinOptions& o) {
+  const std::int64_t nl = left.rows(), nr = right.rows();
+  HostColumn lk = table::sort_key(p.left_key, nl), rk = table::sort_key(p.right_key, nr);
+  HostColumn lid = table::row_ids(nl), rid = table::row_ids(nr);
+  // join() may sort keys and row ids in place, together: they stay a consistent relation.
+  RelationView l{lk.view(), lid.view()}, r{rk.view(), rid.view()};
+  TableJoinResult res;
+  res.materialization = "late";
+  const bool semi_or_anti = !outputs_right_columns(o.how);
+  if (semi_or_anti) {
+    const std::uint64_t pairs = join(l, r, underneath(o, OutputMode::Count)).count;
+    if (pairs > kSemiPairsPerRow * static_cast<std::uint64_t>(nl + nr)) {
+      rk = distinct_keys(std::move(rk));
+      rid = table::row_ids(rk.size());
+      r = RelationView{rk.view(), rid.view()};
+    }
+  }
+  detail::throw_if_cancelled();
+  res.join = join(l, r, underneath(o, OutputMode::Materialize));
+  const HostColumn& pair_left = res.join.r_payload;
+  const HostColumn& pair_right = res.join.s_payload;
+  if (o.output == TableOutput::Count) {
+    res.count = table::rows_of_kind_count(o.how, pair_left, pair_right, nl, r.size());
+    return res;
+  }
+  table::RowMaps maps = table::rows_of_kind(o.how, pair_left, pair_right, nl, r.size());
+  res.count = static_cast<std::uint64_t>(maps.rows);
+  res.join.key = HostColumn();
+  res.join.r_payload = HostColumn();
+  res.join.s_payload = HostColumn();
+  detail::throw_if_cancelled();
+  if (o.output == TableOutput::GatherMaps) {
+    res.left_rows = std::move(maps.left);
+    res.right_rows = std::move(maps.right);
+    return res;
+  }
+  const std::int64_t* lmap = maps.left.as<std::int64_t>();
+  const std::int64_t* rmap = semi_or_anti ? nullptr : maps.right.as<std::int64_t>();
+  for (std::size_t i = 0; i < p.left_key.columns.size(); ++i)
+    res.columns.push_back({p.left_key.columns.size() == 1 ? "key" : "key." + p.left_key.names[i],
+                           table::gather(p.left_key.columns[i], lmap, maps.rows,
+                                         rmap ? &p.right_key.columns[i] : nullptr, rmap)});
+  for (const NamedColumnView& c : p.left_columns)
+    res.columns.push_back({"r." + c.name, table::gather(c.column, lmap, maps.rows)});
+  for (const NamedColumnView& c : p.right_columns)
+    res.columns.push_back({"s." + c.name, table::gather(c.column, rmap, maps.rows)});
+  if (o.how == JoinKind::RightOuter || o.how == JoinKind::FullOuter)
+    res.columns.push_back({"r.valid", table::validity(lmap, maps.rows)});
+  if (o.how == JoinKind::LeftOuter || o.how == JoinKind::FullOuter)
+    res.columns.push_back({"s.valid", table::validity(rmap, maps.rows)});
+  return res;
+}
+
+}  // namespace
+
+TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options) {
+  const auto start = Clock::now();
+  const Plan plan = plan_join(left, right, options);
+  const detail::CancelScope cancel(options.join.cancel);
+  TableJoinResult res = plan.carry ? join_carried(plan, left.rows(), right.rows(), options)
+                        : options.how == JoinKind::Inner && options.output == TableOutput::Count
+                            ? count_inner(plan, left.rows(), right.rows(), options)
+                            : join_late(plan, left, right, options);
+  res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return res;
+}
+
+}  // namespace mgjoin

@@ -1,0 +1,110 @@
+#include "engine/src/table/table_keys.hpp"
+
+#include "host_merge/parallel_copy.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <omp.h>
+
+#include <cstring>
+#include <numeric>
+
+namespace mgjoin::table {
+
+int KeyColumns::bytes() const {
+  int total = 0;
+  for (const ColumnView& c : columns) total += static_cast<int>(dtype_size(c.type));
+  return total;
+}
+
+void check_table(const TableView& table, const char* side) {
+  for (const NamedColumnView& c : table.columns) {
+    MGJOIN_INPUT_EXPECTS(c.column.size == table.rows(),
+                         std::string(side) + ": column '" + c.name + "' has " + std::to_string(c.column.size) +
+                             " rows but column '" + table.columns.front().name + "' has " +
+                             std::to_string(table.rows()));
+    MGJOIN_INPUT_EXPECTS(c.column.size == 0 || c.column.data != nullptr,
+                         std::string(side) + ": column '" + c.name + "' has rows but no data");
+  }
+}
+
+KeyColumns key_columns(const TableView& table, const std::vector<std::string>& on, const char* side) {
+  MGJOIN_INPUT_EXPECTS(!on.empty(), std::string(side) + ": no key column named");
+  KeyColumns key;
+  for (const std::string& name : on) {
+    const ColumnView* c = table.find(name);
+    MGJOIN_INPUT_EXPECTS(c != nullptr, std::string(side) + ": no column named '" + name + "'");
+    MGJOIN_INPUT_EXPECTS(is_integer_dtype(c->type), std::string(side) + ": key column '" + name + "' is " +
+                                                        std::string(dtype_name(c->type)) +
+                                                        ": keys are integer columns");
+    key.columns.push_back(*c);
+    key.names.push_back(name);
+  }
+  return key;
+}
+
+void check_key_pair(const KeyColumns& left, const KeyColumns& right) {
+  MGJOIN_INPUT_EXPECTS(left.columns.size() == right.columns.size(),
+                       "the left key has " + std::to_string(left.columns.size()) + " columns but the right key has " +
+                           std::to_string(right.columns.size()));
+  for (std::size_t i = 0; i < left.columns.size(); ++i)
+    MGJOIN_INPUT_EXPECTS(left.columns[i].type == right.columns[i].type,
+                         "key columns left '" + left.names[i] + "' (" + std::string(dtype_name(left.columns[i].type)) +
+                             ") and right '" + right.names[i] + "' (" +
+                             std::string(dtype_name(right.columns[i].type)) + ") differ in type");
+  MGJOIN_INPUT_EXPECTS(left.bytes() <= 8, "the key columns add up to " + std::to_string(left.bytes()) +
+                                              " bytes: a composite key is at most 8 bytes");
+}
+
+namespace {
+
+/// Component i of row r as unsigned bits, its sign bit flipped when signed (order-preserving).
+std::uint64_t ordered_bits(const ColumnView& c, std::int64_t r) {
+  const std::size_t width = dtype_size(c.type);
+  std::uint64_t v = 0;
+  std::memcpy(&v, static_cast<const char*>(c.data) + static_cast<std::size_t>(r) * width, width);
+  if (is_signed_key(c.type)) v ^= std::uint64_t{1} << (8 * width - 1);
+  return v;
+}
+
+template <class Packed>
+void pack(const KeyColumns& key, std::int64_t rows, Packed* out) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::uint64_t packed = 0;
+    for (const ColumnView& c : key.columns) packed = (packed << (8 * dtype_size(c.type))) | ordered_bits(c, r);
+    out[r] = static_cast<Packed>(packed);
+  }
+}
+
+}  // namespace
+
+HostColumn sort_key(const KeyColumns& key, std::int64_t rows) {
+  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) {
+    HostColumn copy = HostColumn::allocate(key.columns[0].type, rows, MemoryKind::Pinned);
+    host_merge::parallel_copy(copy.data(), key.columns[0].data, copy.bytes());
+    return copy;
+  }
+  const bool narrow = key.bytes() <= 4;
+  HostColumn packed = HostColumn::allocate(narrow ? DType::UInt32 : DType::UInt64, rows, MemoryKind::Pinned);
+  if (narrow)
+    pack(key, rows, packed.as<std::uint32_t>());
+  else
+    pack(key, rows, packed.as<std::uint64_t>());
+  return packed;
+}
+
+HostColumn row_ids(std::int64_t rows) {
+  const bool narrow = static_cast<std::uint64_t>(rows) < (std::uint64_t{1} << 32);
+  HostColumn ids = HostColumn::allocate(narrow ? DType::UInt32 : DType::UInt64, rows, MemoryKind::Pinned);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (narrow)
+      ids.as<std::uint32_t>()[r] = static_cast<std::uint32_t>(r);
+    else
+      ids.as<std::uint64_t>()[r] = static_cast<std::uint64_t>(r);
+  }
+  return ids;
+}
+
+}  // namespace mgjoin::table

@@ -1,0 +1,42 @@
+#pragma once
+// The key side of a table join: which columns are the key, whether they can be one, and the one sort key
+// per row that join() runs on (a copy of a single 4- or 8-byte key column, or a composite packed into
+// 4 or 8 bytes), with the row ids that travel beside it.
+#include <mgjoin/table.hpp>
+#include <mgjoin/types.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mgjoin::table {
+
+/// A table's key columns, in key order.
+struct KeyColumns {
+  std::vector<ColumnView> columns;
+  std::vector<std::string> names;
+  int bytes() const;  ///< the widths added up
+};
+
+/// Checks that every column of `table` has the table's length. `side` names it ("left table").
+/// @throw InputError naming the column.
+void check_table(const TableView& table, const char* side);
+
+/// The columns `on` names in `table`. @throw InputError for an empty list, a missing column, or one
+/// that is not an integer column.
+KeyColumns key_columns(const TableView& table, const std::vector<std::string>& on, const char* side);
+
+/// Checks that the left and right keys can be compared: as many columns, pairwise of one type, at most
+/// 8 bytes together. @throw InputError naming the columns.
+void check_key_pair(const KeyColumns& left, const KeyColumns& right);
+
+/// The sort key of every row: a copy of a single 4- or 8-byte key column (its own type), or the
+/// columns packed most significant first into a uint32 (up to 4 bytes) or uint64, each signed
+/// component with its sign bit flipped, so that the packed keys order like the key tuples and are equal
+/// exactly when they are.
+HostColumn sort_key(const KeyColumns& key, std::int64_t rows);
+
+/// 0, 1, ..., rows - 1: uint32 below 2^32 rows, uint64 from there.
+HostColumn row_ids(std::int64_t rows);
+
+}  // namespace mgjoin::table
