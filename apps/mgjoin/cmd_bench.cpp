@@ -3,6 +3,7 @@
 // PCIe and NVLink, the throughput and the time over the PCIe floor. Count-only by default, as in the
 // paper's Section 4.1.2.
 #include "commands.hpp"
+#include "bench_tables.hpp"
 #include "engine_options.hpp"
 #include "interrupt.hpp"
 
@@ -10,6 +11,7 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/generate.hpp>
 #include <mgjoin/join.hpp>
+#include <mgjoin/table.hpp>
 
 #include "benchmarks/pcie_rate.hpp"
 #include "alloc/host_memory.hpp"
@@ -110,6 +112,11 @@ struct BenchArgs {
   bool verify = false;
   bool json = false;
   double h2d_gbps = 0;
+  // Tables (join_tables): any of these makes the runs go through it.
+  int columns = 1;
+  std::string how = "inner", materialization;
+  bool tables = false;
+  bool through_tables() const { return tables || columns != 1 || how != "inner" || !materialization.empty(); }
 };
 
 struct Summary {
@@ -119,7 +126,27 @@ struct Summary {
   int gpus = 0;  ///< size of the engine's GPU set; 0 for the CPU path
   double h2d_gbps = 0, d2h_gbps = 0;  ///< measured in this run, all GPUs of the set at once; 0 = not measured
   std::uint64_t output_bytes = 0;     ///< of the materialized columns of a run
+  double gather_floor = 0;            ///< tables, materialized: a plain gather of the output's rows and columns
+  std::string materialization;        ///< tables: "late" or "carried"
 };
+
+/// One run: join() on the relations, or join_tables() on the tables built from them (whose runs leave
+/// the inputs untouched). The JoinResult is the one the report reads.
+JoinResult run_once(const BenchArgs& a, const JoinOptions& options, Engine* engine, GeneratedWorkload& w,
+                    const std::optional<BenchTables>& tables, Summary& sum) {
+  if (!tables) return engine ? engine->join(w.r.view(), w.s.view(), options) : join(w.r.view(), w.s.view(), options);
+  const TableJoinOptions to = bench_table_options(options, a.how, a.output, a.materialization);
+  TableJoinResult t = engine ? join_tables(*engine, tables->left, tables->right, to)
+                             : join_tables(tables->left, tables->right, to);
+  JoinResult res = std::move(t.join);
+  res.seconds = t.seconds;
+  res.count = t.count;
+  sum.materialization = t.materialization;
+  std::uint64_t bytes = 0;
+  for (const NamedColumn& c : t.columns) bytes += c.column.bytes();
+  sum.output_bytes = bytes;
+  return res;
+}
 
 /// Host-to-device and device-to-host rates of all the engine's GPUs at once, measured before the joins
 /// with up to 1 GiB per GPU out of (and, for D2H, into) the generated pinned input, which the runs
@@ -152,22 +179,28 @@ Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, Gener
     sum.gpus = static_cast<int>(engine->devices().size());
     if (a.h2d_gbps <= 0) measure_pcie(*engine, w, pristine, sum);
   }
+  std::optional<BenchTables> tables;
+  if (a.through_tables()) tables = bench_tables(w, a.columns);
   for (int i = 0; i < a.warmup + a.repeat; ++i) {
     pristine.restore(w);
-    JoinResult res = engine ? engine->join(w.r.view(), w.s.view(), options) : join(w.r.view(), w.s.view(), options);
-    pristine.written(res.strategy);
+    JoinResult res = run_once(a, options, engine.get(), w, tables, sum);
+    if (!tables) pristine.written(res.strategy);
     if (!a.json)
       std::fprintf(stderr, "mgjoin bench: %s run %d: %.4f s, %llu matches\n", i < a.warmup ? "warm-up" : "timed",
                    i < a.warmup ? i + 1 : i - a.warmup + 1, res.seconds, static_cast<unsigned long long>(res.count));
     // Only the figures are kept: the output columns go back now, so that the next run finds their
     // pinned memory in the cache as a program joining repeatedly would.
-    sum.output_bytes = res.key.bytes() + res.r_payload.bytes() + res.s_payload.bytes();
+    if (!tables) sum.output_bytes = res.key.bytes() + res.r_payload.bytes() + res.s_payload.bytes();
     res.key = HostColumn();
     res.r_payload = HostColumn();
     res.s_payload = HostColumn();
     if (i >= a.warmup) sum.runs.push_back(std::move(res));
   }
+  if (tables && a.output == "materialize")
+    sum.gather_floor = gather_floor_seconds(engine.get(), *tables,
+                                            bench_table_options(options, a.how, a.output, a.materialization));
   if (a.verify) {
+    MGJOIN_INPUT_EXPECTS(a.how == "inner", "--verify: checks inner joins only (the CPU path's count)");
     pristine.restore(w);
     JoinOptions cpu = options;
     cpu.gpus = 0;
@@ -244,6 +277,10 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) 
     j["output_d2h_floor_seconds"] = output_floor;
     j["strategy"] = strategy_name(last.strategy);
     j["strategy_reason"] = last.strategy_reason;
+    if (a.through_tables()) {
+      j["tables"] = {{"columns", a.columns}, {"how", a.how}, {"materialization", sum.materialization}};
+      if (sum.gather_floor > 0) j["tables"]["gather_floor_seconds"] = sum.gather_floor;
+    }
     j["peak_host_bytes"] = last.peak_host_bytes;
     if (sum.verified) j["verified_count"] = sum.cpu_count;
     for (const auto& n : order)
@@ -273,6 +310,11 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) 
                   sum.d2h_gbps);
   } else
     std::printf("(CPU path: no PCIe floor)\n");
+  if (sum.gather_floor > 0 && secs.count("table.gather"))
+    std::printf("tables (%d columns a side, %s, %s): gather floor %.4f s (the same rows and columns, one plain "
+                "parallel gather); table.gather %.4f s: %.2fx it\n",
+                a.columns, a.how.c_str(), sum.materialization.c_str(), sum.gather_floor, median(secs["table.gather"]),
+                median(secs["table.gather"]) / sum.gather_floor);
 }
 
 }  // namespace
@@ -287,6 +329,14 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--output", args->output, "count, ranges or materialize")->capture_default_str();
   cmd->add_flag("--verify", args->verify, "check the match count against the CPU path");
   cmd->add_flag("--json", args->json, "print the summary as JSON");
+  cmd->add_option("--columns", args->columns,
+                  "payload columns per side (8-byte p0, p1, ...); other than 1, the runs join tables (join_tables)")
+      ->capture_default_str();
+  cmd->add_option("--how", args->how, "join kind of the table runs: inner, left, right, full, semi or anti")
+      ->capture_default_str();
+  cmd->add_option("--materialization", args->materialization,
+                  "table runs: late (row ids, gathered at the end), carry (payloads through the flow) or auto");
+  cmd->add_flag("--tables", args->tables, "join through join_tables even with one payload column per side");
   cmd->add_option("--h2d-gbps", args->h2d_gbps,
                   "host-to-device GB/s of the PCIe floor (default: measured before the runs, all GPUs at once)");
   cmd->callback([args] {

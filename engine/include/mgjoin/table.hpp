@@ -117,6 +117,8 @@ struct TableJoinResult {
   /// "late" or "carried": how the payloads came (TableOutput::Columns).
   std::string materialization;
   /// The join underneath: phases, executor, strategy and why (its own count and columns are moved here).
+  /// Late materialization adds the phases "table.prepare" (sort keys and row ids), "table.rows" (the
+  /// kind's gather maps) and "table.gather" (the output columns).
   JoinResult join;
   double seconds = 0;  ///< the whole call: key preparation, join, gathers
 };
@@ -126,5 +128,11 @@ struct TableJoinResult {
 ///        whose types differ or are wider than 8 bytes together, columns of different lengths, an
 ///        unknown payload column; as join() for the rest.
 TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options);
+
+class Engine;
+/// The same on an engine's GPUs: its device memory, peers and pinned buffers are made once, so repeated
+/// joins skip that cost (engine.hpp). options.join's EngineOptions part must be unset or the engine's.
+TableJoinResult join_tables(Engine& engine, const TableView& left, const TableView& right,
+                            const TableJoinOptions& options);
 
 }  // namespace mgjoin

@@ -2,6 +2,7 @@
 // (key, row id) relations, and turns its matching pairs into the rows of the join kind and the output
 // form: a count, gather maps, or columns gathered by the maps (late materialization). An inner join
 // with at most one 4- or 8-byte payload column per side may carry the payloads through join() instead.
+#include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,7 +53,10 @@ std::optional<JoinKind> parse_join_kind(std::string_view name) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 constexpr const char* kLeft = "left table";
+/// join() or an Engine's join: what runs the relations underneath.
+using Joiner = std::function<JoinResult(RelationView, RelationView, const JoinOptions&)>;
 constexpr const char* kRight = "right table";
 
 bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != JoinKind::LeftAnti; }
@@ -146,11 +151,12 @@ struct CarriedSide {
 };
 
 /// Inner join with the payloads carried through join(): its columns are the output.
-TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o) {
+TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o,
+                             const Joiner& joiner) {
   CarriedSide l(p.left_key, p.left_columns, left_rows, o.may_reorder_inputs);
   CarriedSide r(p.right_key, p.right_columns, right_rows, o.may_reorder_inputs);
   TableJoinResult res;
-  res.join = join(l.view, r.view, underneath(o, OutputMode::Materialize));
+  res.join = joiner(l.view, r.view, underneath(o, OutputMode::Materialize));
   res.count = res.join.count;
   res.materialization = "carried";
   res.columns.push_back({"key", std::move(res.join.key)});
@@ -160,11 +166,12 @@ TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t
 }
 
 /// An inner join's count: the keys alone (no row ids, no payloads).
-TableJoinResult count_inner(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o) {
+TableJoinResult count_inner(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o,
+                            const Joiner& joiner) {
   const bool in_place = o.may_reorder_inputs && p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type);
   CarriedSide l(p.left_key, {}, left_rows, in_place), r(p.right_key, {}, right_rows, in_place);
   TableJoinResult res;
-  res.join = join(l.view, r.view, underneath(o, OutputMode::Count));
+  res.join = joiner(l.view, r.view, underneath(o, OutputMode::Count));
   res.count = res.join.count;
   return res;
 }
@@ -186,17 +193,20 @@ HostColumn distinct_keys(HostColumn keys) {
 /// cost less than a CPU sort of the right keys.
 constexpr std::uint64_t kSemiPairsPerRow = 4;
 
-TableJoinResult join_late(const Plan& p, const TableView& left, const TableView& right, const TableJoinOptions& o) {
+TableJoinResult join_late(const Plan& p, const TableView& left, const TableView& right, const TableJoinOptions& o,
+                          const Joiner& joiner) {
   const std::int64_t nl = left.rows(), nr = right.rows();
+  auto t = Clock::now();
   HostColumn lk = table::sort_key(p.left_key, nl), rk = table::sort_key(p.right_key, nr);
   HostColumn lid = table::row_ids(nl), rid = table::row_ids(nr);
+  const double prepare_seconds = seconds_since(t);
   // join() may sort keys and row ids in place, together: they stay a consistent relation.
   RelationView l{lk.view(), lid.view()}, r{rk.view(), rid.view()};
   TableJoinResult res;
   res.materialization = "late";
   const bool semi_or_anti = !outputs_right_columns(o.how);
   if (semi_or_anti) {
-    const std::uint64_t pairs = join(l, r, underneath(o, OutputMode::Count)).count;
+    const std::uint64_t pairs = joiner(l, r, underneath(o, OutputMode::Count)).count;
     if (pairs > kSemiPairsPerRow * static_cast<std::uint64_t>(nl + nr)) {
       rk = distinct_keys(std::move(rk));
       rid = table::row_ids(rk.size());
@@ -204,14 +214,17 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
     }
   }
   detail::throw_if_cancelled();
-  res.join = join(l, r, underneath(o, OutputMode::Materialize));
+  res.join = joiner(l, r, underneath(o, OutputMode::Materialize));
+  res.join.phases.insert(res.join.phases.begin(), PhaseStat{"table.prepare", prepare_seconds, 0, 0});
   const HostColumn& pair_left = res.join.r_payload;
   const HostColumn& pair_right = res.join.s_payload;
   if (o.output == TableOutput::Count) {
     res.count = table::rows_of_kind_count(o.how, pair_left, pair_right, nl, r.size());
     return res;
   }
+  t = Clock::now();
   table::RowMaps maps = table::rows_of_kind(o.how, pair_left, pair_right, nl, r.size());
+  res.join.phases.push_back({"table.rows", seconds_since(t), 0, 0});
   res.count = static_cast<std::uint64_t>(maps.rows);
   res.join.key = HostColumn();
   res.join.r_payload = HostColumn();
@@ -222,6 +235,7 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
     res.right_rows = std::move(maps.right);
     return res;
   }
+  t = Clock::now();
   const std::int64_t* lmap = maps.left.as<std::int64_t>();
   const std::int64_t* rmap = semi_or_anti ? nullptr : maps.right.as<std::int64_t>();
   for (std::size_t i = 0; i < p.left_key.columns.size(); ++i)
@@ -236,21 +250,32 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
     res.columns.push_back({"r.valid", table::validity(lmap, maps.rows)});
   if (o.how == JoinKind::LeftOuter || o.how == JoinKind::FullOuter)
     res.columns.push_back({"s.valid", table::validity(rmap, maps.rows)});
+  res.join.phases.push_back({"table.gather", seconds_since(t), 0, 0});
+  return res;
+}
+
+TableJoinResult run(const TableView& left, const TableView& right, const TableJoinOptions& options, const Joiner& joiner) {
+  const auto start = Clock::now();
+  const Plan plan = plan_join(left, right, options);
+  const detail::CancelScope cancel(options.join.cancel);
+  TableJoinResult res = plan.carry ? join_carried(plan, left.rows(), right.rows(), options, joiner)
+                        : options.how == JoinKind::Inner && options.output == TableOutput::Count
+                            ? count_inner(plan, left.rows(), right.rows(), options, joiner)
+                            : join_late(plan, left, right, options, joiner);
+  res.seconds = seconds_since(start);
   return res;
 }
 
 }  // namespace
 
 TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options) {
-  const auto start = Clock::now();
-  const Plan plan = plan_join(left, right, options);
-  const detail::CancelScope cancel(options.join.cancel);
-  TableJoinResult res = plan.carry ? join_carried(plan, left.rows(), right.rows(), options)
-                        : options.how == JoinKind::Inner && options.output == TableOutput::Count
-                            ? count_inner(plan, left.rows(), right.rows(), options)
-                            : join_late(plan, left, right, options);
-  res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return res;
+  return run(left, right, options, [](RelationView r, RelationView s, const JoinOptions& o) { return join(r, s, o); });
+}
+
+TableJoinResult join_tables(Engine& engine, const TableView& left, const TableView& right,
+                            const TableJoinOptions& options) {
+  return run(left, right, options,
+             [&engine](RelationView r, RelationView s, const JoinOptions& o) { return engine.join(r, s, o); });
 }
 
 }  // namespace mgjoin

@@ -1,0 +1,31 @@
+#pragma once
+// `mgjoin bench` over tables (--columns, --how, --materialization, --tables): the generated workload as
+// two tables of N payload columns each, joined through join_tables, and the floor of its gathers.
+#include <mgjoin/engine.hpp>
+#include <mgjoin/generate.hpp>
+#include <mgjoin/table.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mgjoin::cli {
+
+/// The workload's relations as tables: key, p0 (the generator's payload: the row index) and N - 1 more
+/// 8-byte columns derived from it (p_j = p0 * (2j + 1) + j), so every output value can be traced back.
+struct BenchTables {
+  std::vector<HostColumn> extra;  ///< p1 ... of both sides
+  TableView left, right;
+};
+
+BenchTables bench_tables(GeneratedWorkload& w, int columns);
+
+/// TableJoinOptions for the bench: key "key", every other column chosen.
+TableJoinOptions bench_table_options(const JoinOptions& join, const std::string& how, const std::string& output,
+                                     const std::string& materialization);
+
+/// The floor of join_tables' gathers: the same output rows and columns gathered by a plain OpenMP loop
+/// (one pass over the gather maps, every chosen column per row), median of three, in seconds. The maps
+/// come from an untimed join of the same options with TableOutput::GatherMaps.
+double gather_floor_seconds(Engine* engine, const BenchTables& t, const TableJoinOptions& options);
+
+}  // namespace mgjoin::cli
