@@ -10,7 +10,7 @@
 //   o.right_on = {"c_id"};
 //   o.how = mgjoin::JoinKind::LeftOuter;
 //   mgjoin::TableJoinResult res = mgjoin::join_tables(orders, customers, o);
-//   // res.columns: key, r.o_id, r.total, s.region, r.valid, s.valid
+//   // res.columns: key, r.o_id, r.total, s.region, s.valid
 //
 // Underneath, join() runs on (key, row id) relations: the flows sort and move only the keys and 4-byte
 // row ids (8-byte ones from 2^32 rows), and the payload columns are gathered once, at the end, in the
@@ -67,9 +67,10 @@ enum class TableOutput : std::uint8_t {
 
 /// How payload columns reach the output.
 /// - Late: keys travel with row ids; payload columns are gathered by the row ids at the end.
-/// - Carry: payloads travel through the flow with their keys (inner joins with at most one 4- or 8-byte
-///   payload column per side only; otherwise Late is used and `materialization` in the result says so).
-/// - Auto: Carry where it applies and the output moves fewer bytes that way, else Late.
+/// - Carry: payloads travel through the flow with their keys. Applies to inner joins on one 4- or 8-byte
+///   key column with at most one 4- or 8-byte payload column per side; otherwise Late is used and
+///   `materialization` in the result says so.
+/// - Auto: Carry where it applies (the flow then brings the payload its own best way), else Late.
 enum class Materialization : std::uint8_t { Auto, Carry, Late };
 
 struct TableJoinOptions {
@@ -83,9 +84,10 @@ struct TableJoinOptions {
   /// is not a key column, in table order. Semi and anti joins output no right columns.
   std::optional<std::vector<std::string>> left_columns, right_columns;
   Materialization materialization = Materialization::Auto;
-  /// The caller allows join_tables to reorder its key and payload columns in place, every column of a
-  /// table alike (rows stay whole), instead of copying them first: carried inner joins then skip a copy
-  /// of their inputs. Off by default: the caller's columns are never modified.
+  /// The caller allows join_tables to reorder its columns in place instead of copying them first. Used
+  /// only where the flow moves every column of both tables, so that rows stay whole: a carried inner
+  /// join of tables holding just their key and the carried payload, or an inner count of tables holding
+  /// just their key (what the CLI reads). Off by default: the caller's columns are never modified.
   bool may_reorder_inputs = false;
   /// GPUs, flow, sort, exchange, memory, progress and cancellation of the join underneath. Its `output`
   /// and `payloads` are chosen by join_tables and ignored here.
@@ -124,9 +126,10 @@ struct TableJoinResult {
 };
 
 /// Joins two tables on their key columns.
-/// @throw InputError naming the table and column for a missing or unsupported key column, key columns
-///        whose types differ or are wider than 8 bytes together, columns of different lengths, an
-///        unknown payload column; as join() for the rest.
+/// @throw InputError naming the table and column for a missing or unsupported key column, a key
+///        column named twice, key columns whose types differ or are wider than 8 bytes together,
+///        columns of different lengths or with one name, an unknown payload column (whatever the
+///        output); as join() for the rest.
 TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options);
 
 class Engine;

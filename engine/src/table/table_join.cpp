@@ -89,6 +89,7 @@ struct Plan {
   table::KeyColumns left_key, right_key;
   std::vector<NamedColumnView> left_columns, right_columns;
   bool carry = false;
+  bool in_place = false;  ///< join() may reorder the caller's columns (TableJoinOptions::may_reorder_inputs)
 };
 
 bool carriable(const std::vector<NamedColumnView>& columns) {
@@ -99,13 +100,15 @@ Plan plan_join(const TableView& left, const TableView& right, const TableJoinOpt
   table::check_table(left, kLeft);
   table::check_table(right, kRight);
   Plan p;
-  p.left_key = table::key_columns(left, o.left_on, kLeft);
-  p.right_key = table::key_columns(right, o.right_on, kRight);
+  p.left_key = table::key_columns(left, o.left_on, kLeft, "TableJoinOptions::left_on");
+  p.right_key = table::key_columns(right, o.right_on, kRight, "TableJoinOptions::right_on");
   table::check_key_pair(p.left_key, p.right_key);
+  // Named columns are checked whatever the output, so that a typo fails the first run, not a later one.
+  auto left_columns = chosen_columns(left, o.left_columns, p.left_key, kLeft, "TableJoinOptions::left_columns");
+  auto right_columns = chosen_columns(right, o.right_columns, p.right_key, kRight, "TableJoinOptions::right_columns");
   if (o.output == TableOutput::Columns) {
-    p.left_columns = chosen_columns(left, o.left_columns, p.left_key, kLeft, "TableJoinOptions::left_columns");
-    if (outputs_right_columns(o.how))
-      p.right_columns = chosen_columns(right, o.right_columns, p.right_key, kRight, "TableJoinOptions::right_columns");
+    p.left_columns = std::move(left_columns);
+    if (outputs_right_columns(o.how)) p.right_columns = std::move(right_columns);
   }
   // Carrying needs what join() carries (one 4- or 8-byte payload per side) and the key it outputs as is
   // (one 4- or 8-byte key column). join() then brings the payloads its best way (late inside the
@@ -114,6 +117,13 @@ Plan plan_join(const TableView& left, const TableView& right, const TableJoinOpt
                          p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type) &&
                          carriable(p.left_columns) && carriable(p.right_columns);
   p.carry = can_carry && o.materialization != Materialization::Late;
+  // In place only where the flow moves every column of both tables (their key, and the carried payload):
+  // other columns would stay behind and split the rows.
+  const std::size_t moved_left = p.left_key.columns.size() + (p.carry ? p.left_columns.size() : 0);
+  const std::size_t moved_right = p.right_key.columns.size() + (p.carry ? p.right_columns.size() : 0);
+  p.in_place = o.may_reorder_inputs && p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type) &&
+               left.columns.size() == moved_left && right.columns.size() == moved_right &&
+               (p.carry || (o.how == JoinKind::Inner && o.output == TableOutput::Count));
   return p;
 }
 
@@ -153,8 +163,8 @@ struct CarriedSide {
 /// Inner join with the payloads carried through join(): its columns are the output.
 TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o,
                              const Joiner& joiner) {
-  CarriedSide l(p.left_key, p.left_columns, left_rows, o.may_reorder_inputs);
-  CarriedSide r(p.right_key, p.right_columns, right_rows, o.may_reorder_inputs);
+  CarriedSide l(p.left_key, p.left_columns, left_rows, p.in_place);
+  CarriedSide r(p.right_key, p.right_columns, right_rows, p.in_place);
   TableJoinResult res;
   res.join = joiner(l.view, r.view, underneath(o, OutputMode::Materialize));
   res.count = res.join.count;
@@ -168,8 +178,7 @@ TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t
 /// An inner join's count: the keys alone (no row ids, no payloads).
 TableJoinResult count_inner(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o,
                             const Joiner& joiner) {
-  const bool in_place = o.may_reorder_inputs && p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type);
-  CarriedSide l(p.left_key, {}, left_rows, in_place), r(p.right_key, {}, right_rows, in_place);
+  CarriedSide l(p.left_key, {}, left_rows, p.in_place), r(p.right_key, {}, right_rows, p.in_place);
   TableJoinResult res;
   res.join = joiner(l.view, r.view, underneath(o, OutputMode::Count));
   res.count = res.join.count;

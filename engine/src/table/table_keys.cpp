@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -18,6 +19,10 @@ int KeyColumns::bytes() const {
 }
 
 void check_table(const TableView& table, const char* side) {
+  for (std::size_t i = 0; i < table.columns.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      MGJOIN_INPUT_EXPECTS(table.columns[i].name != table.columns[j].name,
+                           std::string(side) + ": two columns are named '" + table.columns[i].name + "'");
   for (const NamedColumnView& c : table.columns) {
     MGJOIN_INPUT_EXPECTS(c.column.size == table.rows(),
                          std::string(side) + ": column '" + c.name + "' has " + std::to_string(c.column.size) +
@@ -28,10 +33,13 @@ void check_table(const TableView& table, const char* side) {
   }
 }
 
-KeyColumns key_columns(const TableView& table, const std::vector<std::string>& on, const char* side) {
-  MGJOIN_INPUT_EXPECTS(!on.empty(), std::string(side) + ": no key column named");
+KeyColumns key_columns(const TableView& table, const std::vector<std::string>& on, const char* side,
+                       const char* field) {
+  MGJOIN_INPUT_EXPECTS(!on.empty(), std::string(field) + " is empty: name at least one key column of the " + side);
   KeyColumns key;
   for (const std::string& name : on) {
+    MGJOIN_INPUT_EXPECTS(std::find(key.names.begin(), key.names.end(), name) == key.names.end(),
+                         std::string(field) + " names '" + name + "' twice");
     const ColumnView* c = table.find(name);
     MGJOIN_INPUT_EXPECTS(c != nullptr, std::string(side) + ": no column named '" + name + "'");
     MGJOIN_INPUT_EXPECTS(is_integer_dtype(c->type), std::string(side) + ": key column '" + name + "' is " +
@@ -52,8 +60,12 @@ void check_key_pair(const KeyColumns& left, const KeyColumns& right) {
                          "key columns left '" + left.names[i] + "' (" + std::string(dtype_name(left.columns[i].type)) +
                              ") and right '" + right.names[i] + "' (" +
                              std::string(dtype_name(right.columns[i].type)) + ") differ in type");
-  MGJOIN_INPUT_EXPECTS(left.bytes() <= 8, "the key columns add up to " + std::to_string(left.bytes()) +
-                                              " bytes: a composite key is at most 8 bytes");
+  if (left.bytes() <= 8) return;
+  std::string names;
+  for (std::size_t i = 0; i < left.columns.size(); ++i)
+    names += (i ? ", " : "") + left.names[i] + " (" + std::string(dtype_name(left.columns[i].type)) + ")";
+  throw InputError("left and right table: the key columns " + names + " add up to " + std::to_string(left.bytes()) +
+                   " bytes: a composite key is at most 8 bytes");
 }
 
 namespace {

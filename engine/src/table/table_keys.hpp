@@ -18,13 +18,13 @@ struct KeyColumns {
   int bytes() const;  ///< the widths added up
 };
 
-/// Checks that every column of `table` has the table's length. `side` names it ("left table").
-/// @throw InputError naming the column.
+/// Checks that the columns of `table` have distinct names and the table's length. `side` names it
+/// ("left table"). @throw InputError naming the column.
 void check_table(const TableView& table, const char* side);
 
-/// The columns `on` names in `table`. @throw InputError for an empty list, a missing column, or one
-/// that is not an integer column.
-KeyColumns key_columns(const TableView& table, const std::vector<std::string>& on, const char* side);
+/// The columns `on` (the option `field`) names in `table`. @throw InputError for an empty list, a
+/// column named twice, a missing column, or one that is not an integer column.
+KeyColumns key_columns(const TableView& table, const std::vector<std::string>& on, const char* side, const char* field);
 
 /// Checks that the left and right keys can be compared: as many columns, pairwise of one type, at most
 /// 8 bytes together. @throw InputError naming the columns.

@@ -1,0 +1,257 @@
+// join_tables through the GPU flows (join.gpus = 1 and 2; join.strategy Auto, Paper and CoPartitioned)
+// against the reference of table_reference.hpp, with the checks of the CPU suite (table_test_util.hpp):
+// every join kind x output form x key width (4 and 8 bytes, signed, composite), the adversarial shapes,
+// tables of more than 2^16 rows per side (up to 300k), carried payloads, may_reorder_inputs, and both
+// overloads (on an Engine made once per GPU count, and the one that makes its own).
+#include <mgjoin/engine.hpp>
+#include <mgjoin/error.hpp>
+#include <mgjoin/table.hpp>
+
+#include "common/gpu.hpp"
+#include "common/seed.hpp"
+#include "table/table_reference.hpp"
+#include "table/table_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+/// Device memory per GPU of every engine here: the tables take a few MB, and a small stack is quick to
+/// take (each plain join_tables call on GPUs makes an engine of its own).
+constexpr std::uint64_t kGpuMemory = 1ull << 30;
+
+/// One engine per GPU count for the whole suite, freed before CUDA and NCCL tear down at exit.
+class Engines : public ::testing::Environment {
+ public:
+  void TearDown() override { engines.clear(); }
+  std::map<int, std::unique_ptr<Engine>> engines;
+};
+Engines* const engines_env = static_cast<Engines*>(::testing::AddGlobalTestEnvironment(new Engines));
+
+Engine& engine_for(int gpus) {
+  auto& e = engines_env->engines[gpus];
+  if (!e) {
+    EngineOptions o;
+    o.gpus = gpus;
+    o.gpu_memory_limit = kGpuMemory;
+    e = std::make_unique<Engine>(o);
+  }
+  return *e;
+}
+
+struct GpuFlow {
+  int gpus;
+  JoinStrategy strategy;
+  friend void PrintTo(const GpuFlow& f, std::ostream* os) { *os << "g" << f.gpus << "_" << strategy_label(f.strategy); }
+};
+
+class GpuTableJoins : public ::testing::TestWithParam<GpuFlow> {
+ protected:
+  /// The EngineOptions part equals engine_for(gpus)'s, as join_tables(Engine&, ...) requires.
+  TableJoinOptions base() const {
+    TableJoinOptions o;
+    o.join.gpus = GetParam().gpus;
+    o.join.gpu_memory_limit = kGpuMemory;
+    o.join.strategy = GetParam().strategy;
+    return o;
+  }
+  Engine* engine() const { return &engine_for(GetParam().gpus); }
+  std::string context() const {
+    return "g=" + std::to_string(GetParam().gpus) + " " + strategy_label(GetParam().strategy) + ": ";
+  }
+  /// A seed per flow, from the run's seed.
+  Rng rng() const {
+    return Rng(announce_seed() ^ (std::hash<int>{}(GetParam().gpus) * 31 + static_cast<int>(GetParam().strategy)));
+  }
+};
+
+/// Key widths: 4 and 8 bytes, unsigned and signed, and composites (of 1-, 2- and 4-byte columns).
+std::vector<KeySpec> gpu_key_specs() {
+  return {{"uint32", {DType::UInt32}},
+          {"uint64", {DType::UInt64}},
+          {"int32", {DType::Int32}},
+          {"int64", {DType::Int64}},
+          {"uint16_int8_int32", {DType::UInt16, DType::Int8, DType::Int32}},
+          {"int32_int16", {DType::Int32, DType::Int16}}};
+}
+
+/// Every key width x kind x output form (Columns under a materialization that rotates). The inputs are
+/// random with duplicates on both sides, few keys with many rows each, or made of each type's extremes.
+TEST_P(GpuTableJoins, EveryKindFormAndKeyWidthAgreesWithTheReference) {
+  MGJOIN_REQUIRE_GPUS(GetParam().gpus);
+  Rng rng = this->rng();
+  constexpr Shape shapes[] = {Shape::Random, Shape::Duplicates, Shape::Extremes};
+  const auto specs = gpu_key_specs();
+  int failures = 0;
+  for (std::size_t c = 0; c < specs.size(); ++c) {
+    const TableInput in = make_input(specs[c], shapes[c % 3], rng);
+    for (std::size_t k = 0; k < std::size(kAllKinds); ++k)
+      for (const TableOutput output : kAllOutputs) {
+        const Materialization m = kAllMaterializations[(c + k) % 3];
+        if (!check_one(in, base(), kAllKinds[k], output, m, rng, context() + "key " + specs[c].label + ": ", engine()))
+          ++failures;
+        ASSERT_LT(failures, 5) << "stopping after 5 failed joins";
+      }
+  }
+}
+
+/// The adversarial shapes (no match at all, every row matching every row, empty sides, one-row tables,
+/// sorted and reverse inputs), each with an outer join and a semi or anti join.
+TEST_P(GpuTableJoins, AdversarialShapesAgreeWithTheReference) {
+  MGJOIN_REQUIRE_GPUS(GetParam().gpus);
+  Rng rng = this->rng();
+  constexpr Shape shapes[] = {Shape::NoMatch,     Shape::AllMatch,    Shape::EmptyLeft,     Shape::EmptyRight,
+                              Shape::BothEmpty,   Shape::OneRowMatch, Shape::OneRowNoMatch, Shape::Sorted,
+                              Shape::Reverse};
+  constexpr JoinKind keeping[] = {JoinKind::FullOuter, JoinKind::LeftOuter, JoinKind::RightOuter};
+  const auto specs = gpu_key_specs();
+  int failures = 0;
+  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    const KeySpec& spec = specs[i % specs.size()];
+    const TableInput in = make_input(spec, shapes[i], rng);
+    const std::string where = context() + "key " + spec.label + ": ";
+    const Materialization m = kAllMaterializations[i % 3];
+    // Gather maps and columns in turn (the count is part of both).
+    if (!check_one(in, base(), keeping[i % 3], kAllOutputs[1 + i % 2], m, rng, where, engine())) ++failures;
+    if (!check_one(in, base(), i % 2 ? JoinKind::LeftAnti : JoinKind::LeftSemi, kAllOutputs[2 - i % 2], m, rng, where,
+                   engine()))
+      ++failures;
+    ASSERT_LT(failures, 5) << "stopping after 5 failed joins";
+  }
+}
+
+/// More than 2^16 rows per side (70k to 300k): 8-byte signed keys and a composite key, every kind,
+/// gather maps or columns.
+TEST_P(GpuTableJoins, LargeTablesAgreeWithTheReference) {
+  MGJOIN_REQUIRE_GPUS(GetParam().gpus);
+  Rng rng = this->rng();
+  struct Large {
+    KeySpec spec;
+    ShapeSizes sizes;
+  };
+  const Large cases[] = {
+      {{"int64", {DType::Int64}}, {.min_rows = 200'000, .max_rows = 300'000}},
+      {{"uint16_int8_int32", {DType::UInt16, DType::Int8, DType::Int32}}, {.min_rows = 70'000, .max_rows = 100'000}},
+  };
+  for (std::size_t c = 0; c < std::size(cases); ++c) {
+    const TableInput in = make_input(cases[c].spec, Shape::Random, rng, cases[c].sizes);
+    const std::string where = context() + "key " + cases[c].spec.label + ", " + std::to_string(in.left.rows()) +
+                              " x " + std::to_string(in.right.rows()) + " rows: ";
+    for (std::size_t k = 0; k < std::size(kAllKinds); ++k) {
+      const TableOutput output = (c + k) % 2 ? TableOutput::Columns : TableOutput::GatherMaps;
+      EXPECT_TRUE(check_one(in, base(), kAllKinds[k], output, kAllMaterializations[k % 3], rng, where, engine()));
+    }
+  }
+}
+
+/// A hot key on both sides (100k x 100k rows: 10^10 pairs): semi and anti joins output left rows only.
+TEST_P(GpuTableJoins, SemiAndAntiJoinsOfAHotKey) {
+  MGJOIN_REQUIRE_GPUS(GetParam().gpus);
+  Rng rng = this->rng();
+  TableInput in;
+  in.shape = "hot key 100k x 100k";
+  const std::int64_t n = 100'000;
+  OwnedColumn lk = zero_column("k", DType::UInt64, n + 100), rk = zero_column("k", DType::UInt64, n + 50);
+  for (std::int64_t i = 0; i < n + 100; ++i) set_integer(lk, i, i < n ? 12345 : i);  // 100 rows matching nothing
+  for (std::int64_t i = 0; i < n + 50; ++i) set_integer(rk, i, i < n ? 12345 : 1'000'000 + i);
+  in.left.columns = {lk, random_payload("v", DType::Int32, n + 100, rng)};
+  in.right.columns = {rk};
+  in.left_on = in.right_on = {"k"};
+  for (const JoinKind kind : {JoinKind::LeftSemi, JoinKind::LeftAnti})
+    for (const TableOutput output : kAllOutputs) {
+      TableJoinOptions o = base();
+      o.left_on = in.left_on;
+      o.right_on = in.right_on;
+      o.how = kind;
+      o.output = output;
+      EXPECT_TRUE(run_and_check(in, o, context(), CarryCheck::LateOrCarried, engine()));
+    }
+}
+
+/// Inner joins with one 4- or 8-byte payload column per side, carried through the GPU flow; through
+/// the overload that makes its own engine.
+TEST_P(GpuTableJoins, CarriedPayloadsWithoutAnEngine) {
+  MGJOIN_REQUIRE_GPUS(GetParam().gpus);
+  Rng rng = this->rng();
+  for (const auto& spec : {KeySpec{"uint32", {DType::UInt32}}, KeySpec{"int64", {DType::Int64}}}) {
+    TableInput in = make_input(spec, Shape::Duplicates, rng);
+    OwnedTable left, right;
+    left.columns = {in.left.named(in.left_on[0]), random_payload("lp", DType::Float32, in.left.rows(), rng)};
+    right.columns = {random_payload("rp", DType::UInt64, in.right.rows(), rng), in.right.named(in.right_on[0])};
+    in.left = std::move(left);
+    in.right = std::move(right);
+    TableJoinOptions o = base();
+    o.left_on = in.left_on;
+    o.right_on = in.right_on;
+    o.materialization = Materialization::Carry;
+    EXPECT_TRUE(run_and_check(in, o, context(), CarryCheck::Carried));
+  }
+}
+
+/// may_reorder_inputs on the GPUs: rows stay whole and the result is the original tables' join.
+TEST_P(GpuTableJoins, MayReorderInputs) {
+  MGJOIN_REQUIRE_GPUS(GetParam().gpus);
+  Rng rng = this->rng();
+  const KeySpec spec{"int64", {DType::Int64}};
+  const TableInput in = make_input(spec, Shape::Random, rng);
+  for (const JoinKind kind : {JoinKind::Inner, JoinKind::FullOuter, JoinKind::LeftSemi})
+    for (const TableOutput output : {TableOutput::Count, TableOutput::Columns}) {
+      TableJoinOptions o = base();
+      o.left_on = in.left_on;
+      o.right_on = in.right_on;
+      o.how = kind;
+      o.output = output;
+      EXPECT_TRUE(run_and_check_reordering(in, o, context(), engine()));
+    }
+  // A carried inner join (one 8-byte payload per side) with a column that is not output.
+  TableInput carried = in;
+  carried.left.columns = {in.left.named(in.left_on[0]), random_payload("lp", DType::Int64, in.left.rows(), rng),
+                          random_payload("unused", DType::Int8, in.left.rows(), rng)};
+  carried.right.columns = {random_payload("rp", DType::Float64, in.right.rows(), rng), in.right.named(in.right_on[0])};
+  TableJoinOptions o = base();
+  o.left_on = in.left_on;
+  o.right_on = in.right_on;
+  o.materialization = Materialization::Carry;
+  o.left_columns = std::vector<std::string>{"lp"};
+  EXPECT_TRUE(run_and_check_reordering(carried, o, context() + "carried: ", engine()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Flows, GpuTableJoins,
+                         ::testing::Values(GpuFlow{1, JoinStrategy::Auto}, GpuFlow{1, JoinStrategy::Paper},
+                                           GpuFlow{1, JoinStrategy::CoPartitioned}, GpuFlow{2, JoinStrategy::Auto},
+                                           GpuFlow{2, JoinStrategy::Paper}, GpuFlow{2, JoinStrategy::CoPartitioned}),
+                         [](const auto& info) {
+                           return "g" + std::to_string(info.param.gpus) + "_" + strategy_label(info.param.strategy);
+                         });
+
+/// join_tables(Engine&, ...) refuses options whose EngineOptions part is set and differs from the
+/// engine's.
+TEST(GpuTableJoinsOnAnEngine, OtherEngineOptionsAreRefused) {
+  MGJOIN_REQUIRE_GPUS(1);
+  Rng rng(announce_seed());
+  const TableInput in = make_input({"int32", {DType::Int32}}, Shape::Random, rng);
+  TableJoinOptions o;
+  o.left_on = in.left_on;
+  o.right_on = in.right_on;
+  o.join.gpus = 1;
+  o.join.gpu_memory_limit = kGpuMemory;
+  EXPECT_NO_THROW(join_tables(engine_for(1), in.left.view(), in.right.view(), o));
+  TableJoinOptions unset = o;
+  unset.join.gpus = EngineOptions{}.gpus;
+  unset.join.gpu_memory_limit = EngineOptions{}.gpu_memory_limit;
+  EXPECT_TRUE(run_and_check(in, unset, "EngineOptions left unset: ", CarryCheck::LateOrCarried, &engine_for(1)));
+  TableJoinOptions other = o;
+  other.join.gpu_memory_limit = 2 * kGpuMemory;
+  EXPECT_THROW(join_tables(engine_for(1), in.left.view(), in.right.view(), other), InputError);
+}
+
+}  // namespace
+}  // namespace mgjoin::test

@@ -1,0 +1,884 @@
+#pragma once
+// Shared pieces of the join_tables suites (CPU and GPU): owning test tables, the random and
+// adversarial inputs, and the check of a TableJoinResult against the reference's row pairs
+// (table_reference.hpp). Everything the check expects (count, gather maps, column values, validity,
+// order) is derived from those pairs and the input tables; nothing is computed by the engine.
+#include <mgjoin/engine.hpp>
+#include <mgjoin/error.hpp>
+#include <mgjoin/table.hpp>
+#include <mgjoin/types.hpp>
+
+#include "table/table_reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace mgjoin::test {
+
+// ------------------------------------------------------------------------------------------ names
+
+inline const char* kind_label(JoinKind k) {
+  switch (k) {
+    case JoinKind::Inner: return "Inner";
+    case JoinKind::LeftOuter: return "LeftOuter";
+    case JoinKind::RightOuter: return "RightOuter";
+    case JoinKind::FullOuter: return "FullOuter";
+    case JoinKind::LeftSemi: return "LeftSemi";
+    case JoinKind::LeftAnti: return "LeftAnti";
+  }
+  return "?";
+}
+inline const char* output_label(TableOutput o) {
+  switch (o) {
+    case TableOutput::Count: return "Count";
+    case TableOutput::GatherMaps: return "GatherMaps";
+    case TableOutput::Columns: return "Columns";
+  }
+  return "?";
+}
+inline const char* materialization_label(Materialization m) {
+  switch (m) {
+    case Materialization::Auto: return "Auto";
+    case Materialization::Carry: return "Carry";
+    case Materialization::Late: return "Late";
+  }
+  return "?";
+}
+inline const char* strategy_label(JoinStrategy s) {
+  switch (s) {
+    case JoinStrategy::Auto: return "Auto";
+    case JoinStrategy::Paper: return "Paper";
+    case JoinStrategy::CoPartitioned: return "CoPartitioned";
+  }
+  return "?";
+}
+inline const char* type_label(DType t) {
+  switch (t) {
+    case DType::Int32: return "int32";
+    case DType::UInt32: return "uint32";
+    case DType::Int64: return "int64";
+    case DType::UInt64: return "uint64";
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
+    case DType::Int16: return "int16";
+    case DType::UInt16: return "uint16";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+inline constexpr JoinKind kAllKinds[] = {JoinKind::Inner,     JoinKind::LeftOuter, JoinKind::RightOuter,
+                                         JoinKind::FullOuter, JoinKind::LeftSemi,  JoinKind::LeftAnti};
+inline constexpr TableOutput kAllOutputs[] = {TableOutput::Count, TableOutput::GatherMaps, TableOutput::Columns};
+inline constexpr Materialization kAllMaterializations[] = {Materialization::Auto, Materialization::Carry,
+                                                           Materialization::Late};
+inline constexpr DType kAllTypes[] = {DType::Int32,   DType::UInt32, DType::Int64, DType::UInt64,
+                                      DType::Float32, DType::Float64, DType::Int8, DType::UInt8,
+                                      DType::Int16,   DType::UInt16, DType::Bool};
+inline constexpr DType kIntegerTypes[] = {DType::Int8,  DType::UInt8,  DType::Int16, DType::UInt16,
+                                          DType::Int32, DType::UInt32, DType::Int64, DType::UInt64};
+
+inline bool is_signed_type(DType t) {
+  return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
+}
+inline Int128 type_min(DType t) {
+  if (!is_signed_type(t)) return 0;
+  return -(Int128{1} << (8 * element_bytes(t) - 1));
+}
+inline Int128 type_max(DType t) {
+  const int bits = static_cast<int>(8 * element_bytes(t)) - (is_signed_type(t) ? 1 : 0);
+  return (Int128{1} << bits) - 1;
+}
+inline std::string int128_text(Int128 v) {
+  if (v == 0) return "0";
+  const bool negative = v < 0;
+  std::string s;
+  for (; v != 0; v /= 10) s.push_back(static_cast<char>('0' + static_cast<int>(negative ? -(v % 10) : v % 10)));
+  if (negative) s.push_back('-');
+  return {s.rbegin(), s.rend()};
+}
+inline std::string tuple_text(const KeyTuple& k) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    if (i) s += ',';
+    s += int128_text(k[i]);
+  }
+  return s + ")";
+}
+
+// ----------------------------------------------------------------------------------- test tables
+
+/// An owning column: its bytes, little-endian elements of `type`.
+struct OwnedColumn {
+  std::string name;
+  DType type = DType::Int32;
+  std::vector<unsigned char> bytes;
+
+  std::int64_t rows() const { return static_cast<std::int64_t>(bytes.size() / element_bytes(type)); }
+  unsigned char* at(std::int64_t row) { return bytes.data() + row * static_cast<std::int64_t>(element_bytes(type)); }
+  const unsigned char* at(std::int64_t row) const {
+    return bytes.data() + row * static_cast<std::int64_t>(element_bytes(type));
+  }
+  ColumnView view() const {
+    // A non-null pointer for an empty column too, as a real column's usually is.
+    return {bytes.empty() ? static_cast<const void*>(&type) : bytes.data(), rows(), type};
+  }
+};
+
+inline OwnedColumn zero_column(std::string name, DType type, std::int64_t rows) {
+  OwnedColumn c{std::move(name), type, {}};
+  c.bytes.assign(static_cast<std::size_t>(rows) * element_bytes(type), 0);
+  return c;
+}
+
+/// Writes an integer value (in the column type's range) at `row`.
+inline void set_integer(OwnedColumn& c, std::int64_t row, Int128 value) {
+  const auto bits = static_cast<std::uint64_t>(value);  // two's complement; little-endian low bytes
+  std::memcpy(c.at(row), &bits, element_bytes(c.type));
+}
+
+template <class T>
+OwnedColumn column_of(std::string name, DType type, const std::vector<T>& values) {
+  OwnedColumn c = zero_column(std::move(name), type, static_cast<std::int64_t>(values.size()));
+  if (!values.empty()) {
+    if (sizeof(T) != element_bytes(type)) throw std::logic_error("column_of: width mismatch");
+    std::memcpy(c.bytes.data(), values.data(), c.bytes.size());
+  }
+  return c;
+}
+
+struct OwnedTable {
+  std::vector<OwnedColumn> columns;
+
+  std::int64_t rows() const { return columns.empty() ? 0 : columns.front().rows(); }
+  TableView view() const {
+    TableView v;
+    for (const auto& c : columns) v.columns.push_back({c.name, c.view()});
+    return v;
+  }
+  const OwnedColumn& named(const std::string& name) const {
+    for (const auto& c : columns)
+      if (c.name == name) return c;
+    throw std::logic_error("test bug: no column " + name);
+  }
+  std::vector<std::string> names_except(const std::vector<std::string>& keys) const {
+    std::vector<std::string> out;
+    for (const auto& c : columns)
+      if (std::find(keys.begin(), keys.end(), c.name) == keys.end()) out.push_back(c.name);
+    return out;
+  }
+};
+
+/// Two tables and the names of their key columns.
+struct TableInput {
+  OwnedTable left, right;
+  std::vector<std::string> left_on, right_on;
+  std::string shape;  ///< for messages
+};
+
+// ------------------------------------------------------------------------------- random inputs
+
+/// The key column types of a test (one column, or the components of a composite key).
+struct KeySpec {
+  std::string label;
+  std::vector<DType> types;
+  friend void PrintTo(const KeySpec& k, std::ostream* os) { *os << k.label; }
+};
+
+inline std::vector<KeySpec> single_key_specs() {
+  return {{"int32", {DType::Int32}},   {"uint32", {DType::UInt32}}, {"int64", {DType::Int64}},
+          {"uint64", {DType::UInt64}}, {"int8", {DType::Int8}},     {"uint8", {DType::UInt8}},
+          {"int16", {DType::Int16}},   {"uint16", {DType::UInt16}}};
+}
+inline std::vector<KeySpec> composite_key_specs() {
+  return {{"int32_int32", {DType::Int32, DType::Int32}},
+          {"uint16_int8_int32", {DType::UInt16, DType::Int8, DType::Int32}},
+          {"int8_uint8", {DType::Int8, DType::UInt8}},
+          {"int16_uint32_int8", {DType::Int16, DType::UInt32, DType::Int8}},
+          {"uint32_int16", {DType::UInt32, DType::Int16}},
+          {"int16_int16", {DType::Int16, DType::Int16}},
+          {"eight_int8", std::vector<DType>(8, DType::Int8)},
+          {"uint8_uint16_uint8_int32", {DType::UInt8, DType::UInt16, DType::UInt8, DType::Int32}}};
+}
+
+enum class Shape : std::uint8_t {
+  Random,         ///< keys shared in part: some match, some are one side's only; duplicates
+  NoMatch,        ///< no key of one side is a key of the other
+  AllMatch,       ///< every row of both sides has the same key (m:n, every pair matches)
+  Duplicates,     ///< few keys, many rows each, on both sides
+  EmptyLeft,
+  EmptyRight,
+  BothEmpty,
+  OneRowMatch,    ///< one row each, same key
+  OneRowNoMatch,  ///< one row each, different keys
+  Extremes,       ///< keys made of each type's min, min+1, -1, 0, 1, max-1, max
+  Sorted,         ///< Random, both tables sorted by key
+  Reverse,        ///< Random, both tables in descending key order
+};
+
+inline const char* shape_label(Shape s) {
+  switch (s) {
+    case Shape::Random: return "Random";
+    case Shape::NoMatch: return "NoMatch";
+    case Shape::AllMatch: return "AllMatch";
+    case Shape::Duplicates: return "Duplicates";
+    case Shape::EmptyLeft: return "EmptyLeft";
+    case Shape::EmptyRight: return "EmptyRight";
+    case Shape::BothEmpty: return "BothEmpty";
+    case Shape::OneRowMatch: return "OneRowMatch";
+    case Shape::OneRowNoMatch: return "OneRowNoMatch";
+    case Shape::Extremes: return "Extremes";
+    case Shape::Sorted: return "Sorted";
+    case Shape::Reverse: return "Reverse";
+  }
+  return "?";
+}
+inline constexpr Shape kAllShapes[] = {Shape::Random,      Shape::NoMatch,       Shape::AllMatch,  Shape::Duplicates,
+                                       Shape::EmptyLeft,   Shape::EmptyRight,    Shape::BothEmpty, Shape::OneRowMatch,
+                                       Shape::OneRowNoMatch, Shape::Extremes,    Shape::Sorted,    Shape::Reverse};
+
+using Rng = std::mt19937_64;
+
+inline std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {  // [lo, hi]
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+inline bool coin(Rng& rng, double p = 0.5) { return std::bernoulli_distribution(p)(rng); }
+
+inline std::vector<Int128> extreme_values(DType t) {
+  std::vector<Int128> v{type_min(t), type_min(t) + 1, 0, 1, type_max(t) - 1, type_max(t)};
+  if (is_signed_type(t)) v.push_back(-1);
+  return v;
+}
+
+/// A value of an integer type: uniform over the whole type, sometimes an extreme or a small number.
+inline Int128 random_integer(DType t, Rng& rng) {
+  const int pick = static_cast<int>(uniform(rng, 0, 7));
+  if (pick == 0) {
+    const auto ex = extreme_values(t);
+    return ex[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(ex.size()) - 1))];
+  }
+  if (pick == 1) return std::clamp<Int128>(uniform(rng, -3, 3), type_min(t), type_max(t));
+  const std::uint64_t bits = rng();
+  const int width = static_cast<int>(8 * element_bytes(t));
+  const std::uint64_t low = width == 64 ? bits : bits & ((std::uint64_t{1} << width) - 1);
+  if (!is_signed_type(t)) return low;
+  const Int128 value = low;
+  return value > type_max(t) ? value - (Int128{1} << width) : value;  // two's complement
+}
+
+/// Up to `n` distinct key tuples (fewer when the key types hold fewer).
+inline std::vector<KeyTuple> distinct_keys(const KeySpec& spec, std::size_t n, Rng& rng, bool extremes_only = false) {
+  std::set<KeyTuple> seen;
+  std::vector<KeyTuple> out;
+  for (std::size_t attempts = 0; out.size() < n && attempts < 20 * n + 100; ++attempts) {
+    KeyTuple k;
+    for (const DType t : spec.types) {
+      if (extremes_only) {
+        const auto ex = extreme_values(t);
+        k.push_back(ex[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(ex.size()) - 1))]);
+      } else {
+        k.push_back(random_integer(t, rng));
+      }
+    }
+    if (seen.insert(k).second) out.push_back(std::move(k));
+  }
+  return out;
+}
+
+/// Fills a payload column with values that tell rows apart where the type allows (bool: 0 or 1; floats:
+/// exact multiples of 1/4, never NaN).
+inline OwnedColumn random_payload(std::string name, DType t, std::int64_t rows, Rng& rng) {
+  OwnedColumn c = zero_column(std::move(name), t, rows);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    if (t == DType::Bool) {
+      c.at(i)[0] = coin(rng) ? 1 : 0;
+    } else if (t == DType::Float32) {
+      const float v = static_cast<float>(uniform(rng, -4000000, 4000000)) / 4.0f;
+      std::memcpy(c.at(i), &v, 4);
+    } else if (t == DType::Float64) {
+      const double v = static_cast<double>(uniform(rng, -(std::int64_t{1} << 50), std::int64_t{1} << 50)) / 4.0;
+      std::memcpy(c.at(i), &v, 8);
+    } else {
+      set_integer(c, i, random_integer(t, rng));
+    }
+  }
+  return c;
+}
+
+/// Which payload columns each table gets.
+inline std::vector<DType> random_payload_types(Rng& rng) {
+  std::vector<DType> types;
+  switch (uniform(rng, 0, 3)) {
+    case 0: break;  // key-only table
+    case 1: {       // one 4- or 8-byte column: what a carried materialization takes
+      constexpr DType wide[] = {DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
+      types.push_back(wide[uniform(rng, 0, 5)]);
+      break;
+    }
+    default:
+      for (std::int64_t n = uniform(rng, 1, 4); n > 0; --n) types.push_back(kAllTypes[uniform(rng, 0, 10)]);
+  }
+  return types;
+}
+
+/// A table of `keys` (one tuple per row) with key columns `key_names` placed among payload columns of
+/// `payload_types` at random positions.
+inline OwnedTable build_table(const KeySpec& spec, const std::vector<std::string>& key_names,
+                              const std::vector<KeyTuple>& keys, const std::vector<DType>& payload_types,
+                              const std::string& payload_prefix, Rng& rng) {
+  const auto rows = static_cast<std::int64_t>(keys.size());
+  std::vector<OwnedColumn> keys_cols, payload_cols;
+  for (std::size_t c = 0; c < spec.types.size(); ++c) {
+    OwnedColumn col = zero_column(key_names[c], spec.types[c], rows);
+    for (std::int64_t i = 0; i < rows; ++i) set_integer(col, i, keys[static_cast<std::size_t>(i)][c]);
+    keys_cols.push_back(std::move(col));
+  }
+  for (std::size_t p = 0; p < payload_types.size(); ++p)
+    payload_cols.push_back(random_payload(payload_prefix + std::to_string(p), payload_types[p], rows, rng));
+  // Key columns keep their relative order; each goes in at a random position among the payloads.
+  OwnedTable t;
+  t.columns = std::move(payload_cols);
+  std::int64_t at = 0;
+  for (auto& k : keys_cols) {
+    at = uniform(rng, at, static_cast<std::int64_t>(t.columns.size()));
+    t.columns.insert(t.columns.begin() + at, std::move(k));
+    ++at;
+  }
+  return t;
+}
+
+/// Rows of a random shape, `scale` times the CPU suite's sizes (at least one row where it has rows).
+struct ShapeSizes {
+  std::int64_t min_rows = 1;    ///< Random, NoMatch, Extremes, Sorted, Reverse: rows per side in
+  std::int64_t max_rows = 300;  ///< [min_rows, max_rows]
+  std::int64_t max_all_match = 60;
+  std::int64_t max_duplicates = 200;
+};
+
+inline TableInput make_input(const KeySpec& spec, Shape shape, Rng& rng, const ShapeSizes& sizes = {}) {
+  TableInput in;
+  in.shape = shape_label(shape);
+  const bool same_names = coin(rng);
+  for (std::size_t c = 0; c < spec.types.size(); ++c) {
+    in.left_on.push_back((same_names ? "k" : "lk") + std::to_string(c));
+    in.right_on.push_back((same_names ? "k" : "rk") + std::to_string(c));
+  }
+  std::int64_t n_left = uniform(rng, sizes.min_rows, sizes.max_rows), n_right = uniform(rng, sizes.min_rows, sizes.max_rows);
+  std::vector<KeyTuple> left_pool, right_pool;  // each row draws its key from its side's pool
+  switch (shape) {
+    case Shape::Random:
+    case Shape::Sorted:
+    case Shape::Reverse:
+    case Shape::Extremes: {
+      const auto pool = distinct_keys(spec, static_cast<std::size_t>(std::max(n_left, n_right)), rng,
+                                      shape == Shape::Extremes);
+      // Left draws from the first two thirds, right from the last two thirds: the middle third matches.
+      const std::size_t third = pool.size() / 3;
+      left_pool.assign(pool.begin(), pool.end() - static_cast<std::ptrdiff_t>(third));
+      right_pool.assign(pool.begin() + static_cast<std::ptrdiff_t>(third), pool.end());
+      break;
+    }
+    case Shape::NoMatch: {
+      auto pool = distinct_keys(spec, static_cast<std::size_t>(n_left + n_right), rng);
+      const std::size_t half = std::max<std::size_t>(1, pool.size() / 2);
+      left_pool.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(half));
+      right_pool.assign(pool.begin() + static_cast<std::ptrdiff_t>(half), pool.end());
+      break;
+    }
+    case Shape::AllMatch: {
+      n_left = uniform(rng, 1, sizes.max_all_match);
+      n_right = uniform(rng, 1, sizes.max_all_match);
+      left_pool = right_pool = distinct_keys(spec, 1, rng);
+      break;
+    }
+    case Shape::Duplicates: {
+      n_left = uniform(rng, sizes.max_duplicates / 4, sizes.max_duplicates);
+      n_right = uniform(rng, sizes.max_duplicates / 4, sizes.max_duplicates);
+      const auto pool = distinct_keys(spec, 6, rng);
+      left_pool.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, pool.size())));
+      right_pool.assign(pool.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(2, pool.size() - 1)), pool.end());
+      break;
+    }
+    case Shape::EmptyLeft:
+    case Shape::EmptyRight:
+    case Shape::BothEmpty:
+      left_pool = right_pool = distinct_keys(spec, static_cast<std::size_t>(std::max(n_left, n_right)), rng);
+      if (shape != Shape::EmptyRight) n_left = 0;
+      if (shape != Shape::EmptyLeft) n_right = 0;
+      break;
+    case Shape::OneRowMatch:
+    case Shape::OneRowNoMatch: {
+      n_left = n_right = 1;
+      const auto pool = distinct_keys(spec, 2, rng);
+      left_pool = {pool[0]};
+      right_pool = {shape == Shape::OneRowMatch ? pool[0] : pool[1]};
+      break;
+    }
+  }
+  const auto draw = [&rng](const std::vector<KeyTuple>& pool, std::int64_t n) {
+    std::vector<KeyTuple> keys;
+    for (std::int64_t i = 0; i < n; ++i)
+      keys.push_back(pool[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]);
+    return keys;
+  };
+  auto left_keys = draw(left_pool, n_left), right_keys = draw(right_pool, n_right);
+  if (shape == Shape::Sorted || shape == Shape::Reverse) {
+    for (auto* keys : {&left_keys, &right_keys}) {
+      std::sort(keys->begin(), keys->end());
+      if (shape == Shape::Reverse) std::reverse(keys->begin(), keys->end());
+    }
+  }
+  in.left = build_table(spec, in.left_on, left_keys, random_payload_types(rng), coin(rng) ? "p" : "a", rng);
+  in.right = build_table(spec, in.right_on, right_keys, random_payload_types(rng), coin(rng) ? "p" : "b", rng);
+  return in;
+}
+
+/// nullopt (every non-key column) or a random subset of the non-key columns in random order.
+inline std::optional<std::vector<std::string>> random_column_choice(const OwnedTable& t,
+                                                                   const std::vector<std::string>& keys, Rng& rng) {
+  if (coin(rng)) return std::nullopt;
+  auto names = t.names_except(keys);
+  std::shuffle(names.begin(), names.end(), rng);
+  names.resize(static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(names.size()))));
+  return names;
+}
+
+// ------------------------------------------------------------------------------------- the check
+
+/// What a failure message needs to replay a case.
+inline std::string describe(const TableInput& in, const TableJoinOptions& o) {
+  std::ostringstream s;
+  s << "shape " << in.shape << ", how " << kind_label(o.how) << ", output " << output_label(o.output)
+    << ", materialization " << materialization_label(o.materialization) << ", join.gpus " << o.join.gpus
+    << ", strategy " << strategy_label(o.join.strategy) << (o.may_reorder_inputs ? ", may_reorder_inputs" : "")
+    << "\n";
+  const auto table = [&](const char* side, const OwnedTable& t, const std::vector<std::string>& on,
+                         const std::optional<std::vector<std::string>>& chosen) {
+    s << "  " << side << " (" << t.rows() << " rows):";
+    for (const auto& c : t.columns) s << " " << c.name << ":" << type_label(c.type);
+    s << "; on";
+    for (const auto& k : on) s << " " << k;
+    s << "; columns ";
+    if (!chosen) {
+      s << "(all)";
+    } else {
+      s << "{";
+      for (const auto& c : *chosen) s << " " << c;
+      s << " }";
+    }
+    s << "\n";
+    if (t.rows() <= 24) {
+      s << "    keys:";
+      for (std::int64_t i = 0; i < t.rows(); ++i) s << " " << tuple_text(key_tuple(t.view(), on, i));
+      s << "\n";
+    }
+  };
+  table("left", in.left, in.left_on, o.left_columns);
+  table("right", in.right, in.right_on, o.right_columns);
+  return s.str();
+}
+
+inline bool is_outer(JoinKind k) {
+  return k == JoinKind::LeftOuter || k == JoinKind::RightOuter || k == JoinKind::FullOuter;
+}
+inline bool is_semi_or_anti(JoinKind k) { return k == JoinKind::LeftSemi || k == JoinKind::LeftAnti; }
+
+/// Where a row sits in the documented order: the pairs, the unmatched left rows, the unmatched right
+/// rows. Semi and anti joins output left rows only, in left table order (segment 1).
+inline int segment_of(const RowPair& p) { return p.left >= 0 && p.right >= 0 ? 0 : (p.left >= 0 ? 1 : 2); }
+
+/// One expected output column.
+struct ExpectedColumn {
+  enum class Source : std::uint8_t { Key, Left, Right, LeftValid, RightValid } source;
+  std::string name;
+  DType type;
+  std::size_t key_component = 0;  ///< Source::Key
+  std::string input;              ///< Source::Left / Right: the input column's name
+};
+
+/// The result's columns as the header documents them. Validity columns: one for each side that an outer
+/// join may leave missing ("r.valid and/or s.valid ... false where that side has no row"): s.valid for a
+/// left outer join, r.valid for a right outer join, both for a full outer join. (The example at the top
+/// of table.hpp lists both for a left outer join; the list in TableJoinResult is the reading taken.)
+inline std::vector<ExpectedColumn> expected_columns(const TableInput& in, const TableJoinOptions& o) {
+  std::vector<ExpectedColumn> out;
+  const bool composite = in.left_on.size() > 1;
+  for (std::size_t c = 0; c < in.left_on.size(); ++c)
+    out.push_back({ExpectedColumn::Source::Key, composite ? "key." + in.left_on[c] : "key",
+                   in.left.named(in.left_on[c]).type, c, {}});
+  const auto left_cols = o.left_columns ? *o.left_columns : in.left.names_except(in.left_on);
+  for (const auto& name : left_cols)
+    out.push_back({ExpectedColumn::Source::Left, "r." + name, in.left.named(name).type, 0, name});
+  if (!is_semi_or_anti(o.how)) {
+    const auto right_cols = o.right_columns ? *o.right_columns : in.right.names_except(in.right_on);
+    for (const auto& name : right_cols)
+      out.push_back({ExpectedColumn::Source::Right, "s." + name, in.right.named(name).type, 0, name});
+  }
+  if (o.how == JoinKind::RightOuter || o.how == JoinKind::FullOuter)
+    out.push_back({ExpectedColumn::Source::LeftValid, "r.valid", DType::Bool, 0, {}});
+  if (o.how == JoinKind::LeftOuter || o.how == JoinKind::FullOuter)
+    out.push_back({ExpectedColumn::Source::RightValid, "s.valid", DType::Bool, 0, {}});
+  return out;
+}
+
+/// The bytes of output row `p` as the expected columns describe it: the key from the left row (the
+/// right one where the left is missing), zeros for a missing side's columns, validity as 0 / 1.
+inline std::string expected_row_bytes(const TableInput& in, const std::vector<ExpectedColumn>& cols, const RowPair& p) {
+  std::string row;
+  for (const auto& c : cols) {
+    const std::size_t w = element_bytes(c.type);
+    switch (c.source) {
+      case ExpectedColumn::Source::Key: {
+        const OwnedColumn& src = p.left >= 0 ? in.left.named(in.left_on[c.key_component])
+                                             : in.right.named(in.right_on[c.key_component]);
+        row.append(reinterpret_cast<const char*>(src.at(p.left >= 0 ? p.left : p.right)), w);
+        break;
+      }
+      case ExpectedColumn::Source::Left:
+        if (p.left >= 0) row.append(reinterpret_cast<const char*>(in.left.named(c.input).at(p.left)), w);
+        else row.append(w, '\0');
+        break;
+      case ExpectedColumn::Source::Right:
+        if (p.right >= 0) row.append(reinterpret_cast<const char*>(in.right.named(c.input).at(p.right)), w);
+        else row.append(w, '\0');
+        break;
+      case ExpectedColumn::Source::LeftValid: row.push_back(p.left >= 0 ? '\1' : '\0'); break;
+      case ExpectedColumn::Source::RightValid: row.push_back(p.right >= 0 ? '\1' : '\0'); break;
+    }
+  }
+  return row;
+}
+
+inline std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (const unsigned char b : bytes) {
+    s.push_back(digits[b >> 4]);
+    s.push_back(digits[b & 15]);
+  }
+  return s;
+}
+
+/// Which order a result must have (TableJoinResult::left_rows documents it).
+enum class Order : std::uint8_t {
+  KeyOrderedPairs,  ///< pairs in key order, then unmatched left rows, then right ones, each in table
+                    ///< order (the CPU path and the co-partitioned flow)
+  AnyPairOrder,     ///< the same, the pairs in any order (the paper flow)
+  Any,              ///< the same rows in any order (inputs the join may reorder)
+};
+
+/// Compares actual rows with the reference's: the same multiset, and in `order` the segments come in
+/// order (pairs, unmatched left, unmatched right), the pairs with non-decreasing keys where asked, the
+/// unmatched rows exactly the reference's sequence (table order). `Row` is RowPair or a byte string;
+/// key_of gives an actual pair row's key tuple.
+template <class Row, class KeyOf, class Show>
+::testing::AssertionResult same_rows_in_documented_order(const std::vector<Row>& actual,
+                                                        const std::vector<int>& actual_segment,
+                                                        const std::vector<Row>& expected,
+                                                        const std::vector<int>& expected_segment, KeyOf key_of,
+                                                        Show show, Order order) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure() << actual.size() << " rows, the reference has " << expected.size();
+  if (order == Order::Any) {
+    std::vector<Row> a = actual, e = expected;
+    std::sort(a.begin(), a.end());
+    std::sort(e.begin(), e.end());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!(a[i] == e[i]))
+        return ::testing::AssertionFailure() << "sorted rows differ at " << i << ": got " << show(a[i])
+                                             << ", the reference " << show(e[i]);
+    return ::testing::AssertionSuccess();
+  }
+  for (std::size_t i = 1; i < actual.size(); ++i)
+    if (actual_segment[i] < actual_segment[i - 1])
+      return ::testing::AssertionFailure() << "row " << i << " is in segment " << actual_segment[i]
+                                           << " after a row of segment " << actual_segment[i - 1]
+                                           << " (0 = pairs, 1 = unmatched left, 2 = unmatched right)";
+  for (int seg = 0; seg < 3; ++seg) {
+    std::vector<Row> a, e;
+    std::vector<std::size_t> a_index;
+    for (std::size_t i = 0; i < actual.size(); ++i)
+      if (actual_segment[i] == seg) a.push_back(actual[i]), a_index.push_back(i);
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      if (expected_segment[i] == seg) e.push_back(expected[i]);
+    if (a.size() != e.size())
+      return ::testing::AssertionFailure() << "segment " << seg << " (0 = pairs, 1 = unmatched left, 2 = unmatched right)"
+                                           << " has " << a.size() << " rows, the reference " << e.size();
+    if (seg == 0) {
+      for (std::size_t i = 1; order == Order::KeyOrderedPairs && i < a.size(); ++i) {
+        const KeyTuple prev = key_of(a_index[i - 1]), cur = key_of(a_index[i]);
+        if (cur < prev)
+          return ::testing::AssertionFailure() << "pairs not in key order: row " << a_index[i] << " has key "
+                                               << tuple_text(cur) << " after " << tuple_text(prev);
+      }
+      std::sort(a.begin(), a.end());
+      std::sort(e.begin(), e.end());
+    }
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!(a[i] == e[i]))
+        return ::testing::AssertionFailure()
+               << "segment " << seg << (seg == 0 ? " (sorted)" : " (in table order)") << ", row " << i << ": got "
+               << show(a[i]) << ", the reference " << show(e[i]);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// Whether a carried materialization applies (the header: inner joins with at most one 4- or 8-byte
+/// payload column per side).
+/// The header: Carry applies to inner joins on one 4- or 8-byte key column with at most one 4- or 8-byte
+/// payload column per side.
+inline bool carry_applies(const std::vector<ExpectedColumn>& cols, JoinKind how, const std::vector<DType>& key_types) {
+  if (how != JoinKind::Inner) return false;
+  if (key_types.size() != 1 || (element_bytes(key_types[0]) != 4 && element_bytes(key_types[0]) != 8)) return false;
+  int left = 0, right = 0;
+  for (const auto& c : cols) {
+    if (c.source != ExpectedColumn::Source::Left && c.source != ExpectedColumn::Source::Right) continue;
+    if (element_bytes(c.type) != 4 && element_bytes(c.type) != 8) return false;
+    (c.source == ExpectedColumn::Source::Left ? left : right) += 1;
+  }
+  return left <= 1 && right <= 1;
+}
+
+/// How strictly TableJoinResult::materialization is checked where Carry was asked and applies.
+enum class CarryCheck : std::uint8_t {
+  LateOrCarried,  ///< the sweeps: the rows are what they check
+  Carried,        ///< the materialization tests: the header says Carry is used where it applies
+};
+
+/// Checks a result against the reference for `in` and `o`.
+inline ::testing::AssertionResult matches_reference(const TableInput& in, const TableJoinOptions& o,
+                                                    const TableJoinResult& res,
+                                                    CarryCheck carry_check = CarryCheck::LateOrCarried) {
+  const TableView lv = in.left.view(), rv = in.right.view();
+  const std::vector<RowPair> expected = reference_rows(lv, rv, in.left_on, in.right_on, o.how);
+  std::vector<int> expected_segment;
+  for (const auto& p : expected) expected_segment.push_back(segment_of(p));
+
+  if (res.count != expected.size())
+    return ::testing::AssertionFailure() << "count " << res.count << ", the reference " << expected.size();
+  const auto n = static_cast<std::int64_t>(expected.size());
+  // The header: pairs in key order from the CPU path and the co-partitioned flow, in no particular
+  // order from the paper flow (JoinResult::strategy says which ran; Paper for the CPU path too).
+  const Order order = o.may_reorder_inputs ? Order::Any
+                      : (o.join.gpus == 0 || res.join.strategy == JoinStrategy::CoPartitioned)
+                          ? Order::KeyOrderedPairs
+                          : Order::AnyPairOrder;
+
+  if (o.output == TableOutput::GatherMaps) {
+    if (res.left_rows.type() != DType::Int64) return ::testing::AssertionFailure() << "left_rows is not int64";
+    if (res.left_rows.size() != n)
+      return ::testing::AssertionFailure() << "left_rows has " << res.left_rows.size() << " rows, count is " << n;
+    const bool two_maps = !is_semi_or_anti(o.how);
+    if (two_maps && res.right_rows.type() != DType::Int64)
+      return ::testing::AssertionFailure() << "right_rows is not int64";
+    if (res.right_rows.size() != (two_maps ? n : 0))
+      return ::testing::AssertionFailure() << "right_rows has " << res.right_rows.size() << " rows, expected "
+                                           << (two_maps ? n : 0) << " (semi and anti joins return left_rows only)";
+    std::vector<RowPair> actual;
+    std::vector<int> actual_segment;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const RowPair p{res.left_rows.as<std::int64_t>()[i], two_maps ? res.right_rows.as<std::int64_t>()[i] : -1};
+      const bool left_ok = p.left >= (o.how == JoinKind::RightOuter || o.how == JoinKind::FullOuter ? -1 : 0) &&
+                           p.left < in.left.rows();
+      const bool right_ok = two_maps ? (p.right >= (o.how == JoinKind::LeftOuter || o.how == JoinKind::FullOuter ? -1 : 0) &&
+                                        p.right < in.right.rows())
+                                     : true;
+      if (!left_ok || !right_ok || (p.left < 0 && p.right < 0))
+        return ::testing::AssertionFailure() << "output row " << i << " has row indices (" << p.left << ", " << p.right
+                                             << ") out of range (left " << in.left.rows() << " rows, right "
+                                             << in.right.rows() << ")";
+      actual.push_back(p);
+      actual_segment.push_back(segment_of(p));
+    }
+    const auto key_of = [&](std::size_t i) { return key_tuple(lv, in.left_on, actual[i].left); };
+    const auto show = [](const RowPair& p) { return "(" + std::to_string(p.left) + ", " + std::to_string(p.right) + ")"; };
+    return same_rows_in_documented_order(actual, actual_segment, expected, expected_segment, key_of, show, order);
+  }
+
+  if (o.output == TableOutput::Columns) {
+    const auto cols = expected_columns(in, o);
+    std::ostringstream names;
+    for (const auto& c : res.columns) names << " " << c.name;
+    if (res.columns.size() != cols.size())
+      return ::testing::AssertionFailure() << "columns:" << names.str() << "; expected " << cols.size() << " columns";
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      const auto& got = res.columns[c];
+      if (got.name != cols[c].name)
+        return ::testing::AssertionFailure() << "column " << c << " is " << got.name << ", expected " << cols[c].name
+                                             << " (columns:" << names.str() << ")";
+      if (got.column.type() != cols[c].type)
+        return ::testing::AssertionFailure() << "column " << got.name << " is " << type_label(got.column.type())
+                                             << ", expected " << type_label(cols[c].type);
+      if (got.column.size() != n)
+        return ::testing::AssertionFailure() << "column " << got.name << " has " << got.column.size()
+                                             << " rows, count is " << n;
+    }
+    std::vector<DType> key_types;
+    for (const auto& k : o.left_on) key_types.push_back(lv.find(k)->type);
+    if (o.materialization == Materialization::Late || !carry_applies(cols, o.how, key_types)) {
+      if (res.materialization != "late")
+        return ::testing::AssertionFailure() << "materialization \"" << res.materialization << "\", expected \"late\"";
+    } else if (o.materialization == Materialization::Carry && carry_check == CarryCheck::Carried) {
+      if (res.materialization != "carried")
+        return ::testing::AssertionFailure() << "materialization \"" << res.materialization
+                                             << "\", expected \"carried\" (Carry asked, and it applies)";
+    } else if (res.materialization != "late" && res.materialization != "carried") {
+      return ::testing::AssertionFailure() << "materialization \"" << res.materialization << "\"";
+    }
+    if (res.materialization == "late")
+      for (const char* phase : {"table.prepare", "table.rows", "table.gather"})
+        if (std::none_of(res.join.phases.begin(), res.join.phases.end(),
+                         [&](const PhaseStat& p) { return p.name == phase; }))
+          return ::testing::AssertionFailure() << "late materialization without the phase " << phase;
+    // Rows as byte strings; the segment from the validity columns.
+    std::vector<std::string> actual, expected_rows;
+    std::vector<int> actual_segment;
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::string row;
+      bool r_valid = true, s_valid = true;
+      for (std::size_t c = 0; c < cols.size(); ++c) {
+        const std::size_t w = element_bytes(cols[c].type);
+        const char* p = static_cast<const char*>(res.columns[c].column.data()) + i * static_cast<std::int64_t>(w);
+        row.append(p, w);
+        if (cols[c].source == ExpectedColumn::Source::LeftValid) r_valid = *p != 0;
+        if (cols[c].source == ExpectedColumn::Source::RightValid) s_valid = *p != 0;
+      }
+      actual.push_back(std::move(row));
+      actual_segment.push_back(is_semi_or_anti(o.how) ? 1 : segment_of({r_valid ? 0 : -1, s_valid ? 0 : -1}));
+    }
+    for (const auto& p : expected) expected_rows.push_back(expected_row_bytes(in, cols, p));
+    const auto key_of = [&](std::size_t i) {
+      KeyTuple k;
+      for (std::size_t c = 0; c < cols.size(); ++c)
+        if (cols[c].source == ExpectedColumn::Source::Key) k.push_back(integer_at(res.columns[c].column.view(), static_cast<std::int64_t>(i)));
+      return k;
+    };
+    std::string layout;
+    for (const auto& c : cols) layout += " " + c.name + ":" + std::to_string(element_bytes(c.type));
+    const auto show = [&layout](const std::string& row) { return hex(row) + " (bytes of" + layout + ")"; };
+    return same_rows_in_documented_order(actual, actual_segment, expected_rows, expected_segment, key_of, show, order);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// join_tables on `engine` when given, else the plain overload (which makes its own for GPUs).
+inline TableJoinResult call_join_tables(Engine* engine, const TableView& left, const TableView& right,
+                                        const TableJoinOptions& o) {
+  return engine ? join_tables(*engine, left, right, o) : join_tables(left, right, o);
+}
+
+/// Runs join_tables on `in` with `o`, checks the result against the reference and that the inputs are
+/// unchanged; returns false (having reported a failure that replays the case) when anything is off.
+inline bool run_and_check(const TableInput& in, const TableJoinOptions& o, const std::string& context = {},
+                          CarryCheck carry_check = CarryCheck::LateOrCarried, Engine* engine = nullptr) {
+  std::vector<std::vector<unsigned char>> before;
+  for (const auto* t : {&in.left, &in.right})
+    for (const auto& c : t->columns) before.push_back(c.bytes);
+  TableJoinResult res;
+  try {
+    res = call_join_tables(engine, in.left.view(), in.right.view(), o);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << context << "join_tables threw: " << e.what() << "\n" << describe(in, o);
+    return false;
+  }
+  std::size_t at = 0;
+  for (const auto* t : {&in.left, &in.right})
+    for (const auto& c : t->columns)
+      if (c.bytes != before[at++]) {
+        ADD_FAILURE() << context << "input column " << c.name << " was modified\n" << describe(in, o);
+        return false;
+      }
+  const auto ok = matches_reference(in, o, res, carry_check);
+  if (!ok) ADD_FAILURE() << context << ok.message() << "\n" << describe(in, o);
+  return static_cast<bool>(ok);
+}
+
+/// The rows of a table as byte strings (every column), sorted: equal for two tables whose rows are the
+/// same up to order.
+inline std::vector<std::string> sorted_rows(const OwnedTable& t) {
+  std::vector<std::string> rows(static_cast<std::size_t>(t.rows()));
+  for (const auto& c : t.columns)
+    for (std::int64_t i = 0; i < t.rows(); ++i)
+      rows[static_cast<std::size_t>(i)].append(reinterpret_cast<const char*>(c.at(i)), element_bytes(c.type));
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+/// TableJoinOptions::may_reorder_inputs: join_tables may reorder the tables in place, every column of a
+/// table alike. The result (a count or columns: gather maps would index tables that moved) must be the
+/// reference's rows on the original tables, in any order, and each table afterwards a row permutation
+/// of the original.
+inline bool run_and_check_reordering(TableInput in, TableJoinOptions o, const std::string& context = {},
+                                     Engine* engine = nullptr) {
+  o.may_reorder_inputs = true;
+  const TableInput original = in;
+  TableJoinResult res;
+  try {
+    res = call_join_tables(engine, in.left.view(), in.right.view(), o);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << context << "join_tables threw: " << e.what() << "\n" << describe(original, o);
+    return false;
+  }
+  for (const auto& [side, before, after] : {std::tuple{"left", &original.left, &in.left},
+                                            std::tuple{"right", &original.right, &in.right}})
+    if (sorted_rows(*before) != sorted_rows(*after)) {
+      ADD_FAILURE() << context << "may_reorder_inputs: the " << side
+                    << " table's rows did not stay whole (not a row permutation of the original)\n"
+                    << describe(original, o);
+      return false;
+    }
+  const auto ok = matches_reference(original, o, res);
+  if (!ok) ADD_FAILURE() << context << "may_reorder_inputs: " << ok.message() << "\n" << describe(original, o);
+  return static_cast<bool>(ok);
+}
+
+/// Runs one join of `in` (kind, output form, materialization; `base` for the rest) with a random choice
+/// of payload columns, and random values in JoinOptions' `output` and `payloads`, which join_tables
+/// ignores. Returns whether it agreed with the reference.
+inline bool check_one(const TableInput& in, const TableJoinOptions& base, JoinKind kind, TableOutput output,
+                      Materialization m, Rng& rng, const std::string& context = {}, Engine* engine = nullptr) {
+  TableJoinOptions o = base;
+  o.left_on = in.left_on;
+  o.right_on = in.right_on;
+  o.how = kind;
+  o.output = output;
+  o.materialization = m;
+  o.left_columns = random_column_choice(in.left, in.left_on, rng);
+  o.right_columns = random_column_choice(in.right, in.right_on, rng);
+  constexpr OutputMode modes[] = {OutputMode::Count, OutputMode::Ranges, OutputMode::Materialize};
+  constexpr PayloadFlow flows[] = {PayloadFlow::Auto, PayloadFlow::Carry, PayloadFlow::Late};
+  o.join.output = modes[uniform(rng, 0, 2)];
+  o.join.payloads = flows[uniform(rng, 0, 2)];
+  return run_and_check(in, o, context, CarryCheck::LateOrCarried, engine);
+}
+
+/// Every kind x output form (Columns under every materialization) on one input. Returns the number of
+/// failed joins.
+inline int check_every_kind_and_form(const TableInput& in, const TableJoinOptions& base, Rng& rng,
+                                     const std::string& context = {}, Engine* engine = nullptr) {
+  int failures = 0;
+  for (const JoinKind kind : kAllKinds)
+    for (const TableOutput output : kAllOutputs)
+      for (const Materialization m : kAllMaterializations) {
+        if (output != TableOutput::Columns && m != Materialization::Auto) continue;
+        const Materialization used = output == TableOutput::Columns ? m : kAllMaterializations[uniform(rng, 0, 2)];
+        if (!check_one(in, base, kind, output, used, rng, context, engine)) ++failures;
+      }
+  return failures;
+}
+
+}  // namespace mgjoin::test
