@@ -28,7 +28,9 @@ BenchTables bench_tables(GeneratedWorkload& w, int columns) {
         out[i] = p * (2 * static_cast<std::uint64_t>(j) + 1) + static_cast<std::uint64_t>(j);
       }
       t.extra.push_back(std::move(c));
-      table->columns.push_back({"p" + std::to_string(j), t.extra.back().view()});
+      std::string name = "p";  // not "p" + to_string(j): GCC 12 warns falsely (-Wrestrict, bug 105329) there
+      name += std::to_string(j);
+      table->columns.push_back({std::move(name), t.extra.back().view()});
     }
   }
   return t;
