@@ -1,0 +1,65 @@
+"""Shared helpers: a reference join by a Python dict, random tables, and GPU detection."""
+from __future__ import annotations
+
+import os
+import random
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+import mgjoin
+
+
+def pytest_report_header(config):
+    return f"mgjoin {mgjoin.__version__} from {os.path.dirname(mgjoin.__file__)}; seed {SEED}"
+
+
+SEED = int(os.environ.get("MGJOIN_TEST_SEED", random.SystemRandom().randrange(1 << 31)))
+
+
+@pytest.fixture
+def rng():
+    """A NumPy generator from the printed seed (MGJOIN_TEST_SEED=N replays a run)."""
+    return np.random.default_rng(SEED)
+
+
+def gpu_count() -> int:
+    return len(mgjoin.topology()["gpus"])
+
+
+needs_gpu = pytest.mark.skipif(gpu_count() == 0, reason="needs a CUDA GPU")
+
+
+def reference_maps(left_keys, right_keys, how):
+    """(left_rows, right_rows) of a join by a dict of right rows per key: the pairs, then an outer join's
+    unmatched left rows, then its unmatched right rows; semi and anti joins in left order."""
+    lk = list(zip(*[np.asarray(c).tolist() for c in left_keys]))
+    rk = list(zip(*[np.asarray(c).tolist() for c in right_keys]))
+    rows = defaultdict(list)
+    for j, k in enumerate(rk):
+        rows[k].append(j)
+    if how in ("semi", "anti"):
+        keep = [i for i, k in enumerate(lk) if (k in rows) == (how == "semi")]
+        return keep, None
+    pairs = [(i, j) for i, k in enumerate(lk) for j in rows.get(k, [])]
+    left_rows = [p[0] for p in pairs]
+    right_rows = [p[1] for p in pairs]
+    if how in ("left", "full"):
+        matched = set(left_rows)
+        extra = [i for i in range(len(lk)) if i not in matched]
+        left_rows += extra
+        right_rows += [-1] * len(extra)
+    if how in ("right", "full"):
+        matched = set(right_rows)
+        extra = [j for j in range(len(rk)) if j not in matched]
+        left_rows += [-1] * len(extra)
+        right_rows += extra
+    return left_rows, right_rows
+
+
+def as_pairs(left_rows, right_rows):
+    """The output rows as a sorted list of (left row, right row), for comparisons without order."""
+    if right_rows is None:
+        return sorted(np.asarray(left_rows).tolist())
+    return sorted(zip(np.asarray(left_rows).tolist(), np.asarray(right_rows).tolist()))
