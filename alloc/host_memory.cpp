@@ -71,6 +71,52 @@ std::optional<std::uint64_t> env_bytes(const char* name) {
   return bytes;
 }
 
+/// A field of a memory.stat file ("inactive_file 123\n"); 0 when absent.
+std::uint64_t stat_field(const std::string& path, const std::string& field) {
+  const auto text = read_text(path.c_str());
+  if (!text) return 0;
+  std::istringstream in(*text);
+  std::string name;
+  unsigned long long value = 0;
+  while (in >> name >> value)
+    if (name == field) return value;
+  return 0;
+}
+
+/// The cgroup's limit and what counts against it: usage less the inactive page cache, which the kernel
+/// reclaims before it kills (read input files fill the cache, and must not look like used memory).
+struct CgroupReading {
+  std::uint64_t limit = 0, usage = 0;
+};
+
+/// cgroup v2: the process's own cgroup (from /proc/self/cgroup) and its ancestors, the tightest room;
+/// v1: the memory controller's root as mounted in the container.
+std::optional<CgroupReading> cgroup_memory() {
+  std::optional<CgroupReading> best;
+  const auto consider = [&](std::uint64_t limit, std::uint64_t usage) {
+    if (!best || limit - std::min(limit, usage) < best->limit - std::min(best->limit, best->usage)) best = {limit, usage};
+  };
+  std::string own = "/";
+  if (const auto text = read_text("/proc/self/cgroup")) {
+    const auto at = text->find("0::");
+    if (at != std::string::npos) own = text->substr(at + 3, text->find('\n', at) - at - 3);
+  }
+  for (std::filesystem::path dir = "/sys/fs/cgroup" + own;; dir = dir.parent_path()) {
+    if (const auto limit = read_cgroup_number((dir / "memory.max").c_str())) {
+      const std::uint64_t current = read_cgroup_number((dir / "memory.current").c_str()).value_or(0);
+      const std::uint64_t inactive = stat_field(dir / "memory.stat", "inactive_file");
+      consider(*limit, current - std::min(current, inactive));
+    }
+    if (dir.string().size() <= std::string("/sys/fs/cgroup").size()) break;
+  }
+  if (const auto limit = read_cgroup_number("/sys/fs/cgroup/memory/memory.limit_in_bytes")) {
+    const std::uint64_t usage = read_cgroup_number("/sys/fs/cgroup/memory/memory.usage_in_bytes").value_or(0);
+    const std::uint64_t inactive = stat_field("/sys/fs/cgroup/memory/memory.stat", "total_inactive_file");
+    consider(*limit, usage - std::min(usage, inactive));
+  }
+  return best;
+}
+
 void tighten(HostMemoryRoom& room, std::uint64_t bytes, const char* bound) {
   if (room.bytes && *room.bytes <= bytes) return;
   room.bytes = bytes;
@@ -83,10 +129,10 @@ HostMemoryReadings read_host_memory() {
   HostMemoryReadings r;
   r.mem_available = mem_available();
   r.memory_grows = virtio_mem_bound();
-  if ((r.cgroup_limit = read_cgroup_number("/sys/fs/cgroup/memory.max")))
-    r.cgroup_usage = read_cgroup_number("/sys/fs/cgroup/memory.current").value_or(0);
-  else if ((r.cgroup_limit = read_cgroup_number("/sys/fs/cgroup/memory/memory.limit_in_bytes")))
-    r.cgroup_usage = read_cgroup_number("/sys/fs/cgroup/memory/memory.usage_in_bytes").value_or(0);
+  if (const auto cgroup = cgroup_memory()) {
+    r.cgroup_limit = cgroup->limit;
+    r.cgroup_usage = cgroup->usage;
+  }
   r.env_limit = env_bytes("MGJOIN_HOST_MEMORY_LIMIT");
   if (r.env_limit) r.resident = resident_bytes();
   return r;

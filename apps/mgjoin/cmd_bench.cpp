@@ -200,7 +200,6 @@ Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, Gener
     sum.gather_floor = gather_floor_seconds(engine.get(), *tables,
                                             bench_table_options(options, a.how, a.output, a.materialization));
   if (a.verify) {
-    MGJOIN_INPUT_EXPECTS(a.how == "inner", "--verify: checks inner joins only (the CPU path's count)");
     pristine.restore(w);
     JoinOptions cpu = options;
     cpu.gpus = 0;
@@ -342,8 +341,10 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([args] {
     BenchArgs& a = *args;
     const WorkloadSpec& spec = a.workload.finish();
+    install_interrupt_handler();
     MGJOIN_INPUT_EXPECTS(a.repeat >= 1, "--repeat " + std::to_string(a.repeat) + ": must be at least 1");
     MGJOIN_INPUT_EXPECTS(a.warmup >= 0, "--warmup " + std::to_string(a.warmup) + ": must be 0 or more");
+    MGJOIN_INPUT_EXPECTS(!a.verify || a.how == "inner", "--verify checks inner joins only (the CPU path's count)");
     MGJOIN_INPUT_EXPECTS(std::isfinite(a.h2d_gbps) && a.h2d_gbps >= 0,
                          "--h2d-gbps " + number_text(a.h2d_gbps) + ": must be a rate in GB/s (or 0: measure it)");
     static const std::map<std::string, OutputMode> outputs{

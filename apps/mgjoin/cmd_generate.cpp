@@ -24,6 +24,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 void run_generate(GenerateArgs& args) {
+  install_interrupt_handler();
   const WorkloadSpec& spec = args.workload.finish();
   const WorkloadShape shape = workload_shape(spec);
   const std::filesystem::path dir = args.out_dir;

@@ -118,7 +118,8 @@ TableSource table_from_dir(const std::string& side, const std::string& dir, cons
   MGJOIN_INPUT_EXPECTS(fs::is_directory(d), dir_opt + " " + dir + ": no such directory");
   TableSource t;
   const std::string prefix = side + "_";
-  const bool generated = key_names.empty() && !fs::exists(d / "key.npy") && fs::exists(d / (prefix + "key.npy"));
+  // mgjoin generate's layout: R's and S's files side by side (r_key.npy and s_key.npy), no key.npy.
+  const bool generated = !fs::exists(d / "key.npy") && fs::exists(d / "r_key.npy") && fs::exists(d / "s_key.npy");
   for (ColumnSource& c : npy_files_of(d, dir_opt)) {
     if (generated) {
       if (!c.name.starts_with(prefix)) continue;  // the other side's columns
@@ -248,8 +249,10 @@ TableJoinOptions join_options(const JoinArgs& args, const TableSource& r, const 
   o.output = output_form(args);
   o.left_on = r.key;
   o.right_on = s.key;
-  o.left_columns = r.chosen;
-  o.right_columns = s.chosen;
+  if (o.output == TableOutput::Columns) {  // only then are the chosen columns read (names checked already)
+    o.left_columns = r.chosen;
+    if (o.how != JoinKind::LeftSemi && o.how != JoinKind::LeftAnti) o.right_columns = s.chosen;
+  }
   o.may_reorder_inputs = true;  // the columns are the CLI's own copies of the files
   o.join.progress = with_test_interrupt(terminal_progress());
   o.join.cancel = &interrupt_flag();
@@ -297,6 +300,7 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
 }
 
 void run_join(const JoinArgs& args) {
+  install_interrupt_handler();
   const bool writes = output_form(args) != TableOutput::Count;
   MGJOIN_INPUT_EXPECTS(!writes || !args.out_dir.empty(),
                        "one of --out-dir (write the joined columns or --output maps) or --count (print the number of "
@@ -324,9 +328,10 @@ void run_join(const JoinArgs& args) {
   const bool gpus_used = args.engine.gpus != 0 && gpu::device_count() > 0;
   const MemoryKind memory = gpus_used ? MemoryKind::Pinned : MemoryKind::Pageable;
   const bool payloads = options.output == TableOutput::Columns;
+  const bool s_payloads = payloads && options.how != JoinKind::LeftSemi && options.how != JoinKind::LeftAnti;
   const auto t_read = Clock::now();
   LoadedTable r = read_table(r_src, memory, payloads);
-  LoadedTable s = read_table(s_src, memory, payloads);
+  LoadedTable s = read_table(s_src, memory, s_payloads);
   const double read_s = seconds_since(t_read);
   throw_if_interrupted();
 

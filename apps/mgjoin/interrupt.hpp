@@ -10,7 +10,12 @@
 
 namespace mgjoin::cli {
 
-/// The flag the handlers set; installs them on first use.
+/// Installs the handlers: the commands that honour the flag (join, bench, generate) call it when they
+/// start; others (tune, topo) keep the default, so Ctrl-C ends them at once. A SIGINT ignored when the
+/// process started (a background job of a non-interactive shell) stays ignored.
+void install_interrupt_handler();
+
+/// The flag the handlers set.
 const std::atomic<bool>& interrupt_flag();
 
 /// @throw mgjoin::Cancelled when a signal arrived (call before committing output).

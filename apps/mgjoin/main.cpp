@@ -19,7 +19,10 @@ std::string in_cli_words(std::string message) {
       {"JoinOptions::gpus", "--gpus"},                         {"JoinOptions::strategy", "--strategy"},
       {"WorkloadSpec::selectivity", "--selectivity"},          {"WorkloadSpec::hot_key", "--hot-key"},
       {"WorkloadSpec::scale", "--scale"},                      {"WorkloadSpec::zipf", "--zipf"},
-      {"ask for the paper flow", "use --strategy paper"}};
+      {"ask for the paper flow", "use --strategy paper"},
+      {"TableJoinOptions::left_on", "--r-key"},                {"TableJoinOptions::right_on", "--s-key"},
+      {"TableJoinOptions::left_columns", "--r-columns"},       {"TableJoinOptions::right_columns", "--s-columns"},
+      {"left table", "R"},                                     {"right table", "S"}};
   for (const auto& [field, flag] : fields)
     for (auto at = message.find(field); at != std::string::npos; at = message.find(field, at))
       message.replace(at, std::string(field).size(), flag);
@@ -39,7 +42,6 @@ int main(int argc, char** argv) {
   mgjoin::cli::add_bench_command(app);
   mgjoin::cli::add_topo_command(app);
   mgjoin::cli::add_tune_command(app);
-  mgjoin::cli::interrupt_flag();  // Ctrl-C from now on stops the command cleanly
   try {
     app.parse(argc, argv);  // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {

@@ -282,6 +282,53 @@ TEST(JoinTablesByHand, MayReorderInputsMovesWholeRows) {
   }
 }
 
+TEST(JoinTablesByHand, MayReorderInputsWithTheKeyAsItsOwnPayloadKeepsRowsWhole) {
+  // left_columns names the key itself: the flow would move (k, k) and leave v behind.
+  TableInput in;
+  in.shape = "hand: key chosen as its own payload";
+  in.left.columns = {column_of<std::uint32_t>("k", DType::UInt32, {3, 1, 2}),
+                     column_of<std::int32_t>("v", DType::Int32, {30, 10, 20})};
+  in.right.columns = {column_of<std::uint32_t>("k", DType::UInt32, {2, 1})};
+  in.left_on = in.right_on = {"k"};
+  TableJoinOptions o = cpu_options(in, JoinKind::Inner, TableOutput::Columns);
+  o.left_columns = std::vector<std::string>{"k"};
+  o.may_reorder_inputs = true;
+  EXPECT_EQ(join_tables(in.left.view(), in.right.view(), o).count, 2u);
+  std::vector<std::pair<std::uint32_t, std::int32_t>> rows;
+  for (int i = 0; i < 3; ++i)
+    rows.emplace_back(in.left.columns[0].view().as<std::uint32_t>()[i], in.left.columns[1].view().as<std::int32_t>()[i]);
+  std::sort(rows.begin(), rows.end());
+  EXPECT_EQ(rows, (std::vector<std::pair<std::uint32_t, std::int32_t>>{{1, 10}, {2, 20}, {3, 30}}))
+      << "the left table's rows came apart";
+}
+
+TEST(JoinTablesErrors, AColumnNamedLikeTheValidityColumnOrChosenTwice) {
+  TableInput in;
+  in.shape = "hand: a column named valid";
+  in.left.columns = {column_of<std::uint32_t>("k", DType::UInt32, {1, 2}),
+                     column_of<std::uint8_t>("valid", DType::UInt8, {1, 0})};
+  in.right.columns = {column_of<std::uint32_t>("k", DType::UInt32, {2, 3})};
+  in.left_on = in.right_on = {"k"};
+  // A full join outputs r.valid as its validity: a left column "valid" would collide with it.
+  TableJoinOptions o = cpu_options(in, JoinKind::FullOuter, TableOutput::Columns);
+  try {
+    join_tables(in.left.view(), in.right.view(), o);
+    ADD_FAILURE() << "a column r.valid beside the validity column r.valid was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("column 'valid'"), std::string::npos) << e.what();
+  }
+  // A left outer join has no r.valid: the column passes.
+  o.how = JoinKind::LeftOuter;
+  EXPECT_EQ(join_tables(in.left.view(), in.right.view(), o).count, 2u);
+  o.left_columns = std::vector<std::string>{"valid", "valid"};
+  try {
+    join_tables(in.left.view(), in.right.view(), o);
+    ADD_FAILURE() << "a column chosen twice was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("names 'valid' twice"), std::string::npos) << e.what();
+  }
+}
+
 TEST(JoinTablesByHand, ResultsAgreeWithTheReferenceChecker) {
   // The generic checker on the hand case: a sanity check of the checker itself.
   const TableInput in = small_case();

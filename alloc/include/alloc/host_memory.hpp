@@ -6,7 +6,8 @@
 // The room is the tightest of the bounds that can be read:
 //   - MemAvailable (/proc/meminfo), unless a virtio-mem device is bound: on such virtual machines
 //     MemTotal starts small and grows as memory is used, so MemAvailable is no bound;
-//   - the cgroup's memory limit less its usage (v2 memory.max / memory.current, or v1);
+//   - the cgroup's memory limit less its usage without the inactive page cache (v2 memory.max,
+//     memory.current and memory.stat of the process's cgroup and its ancestors, or v1's);
 //   - MGJOIN_HOST_MEMORY_LIMIT (bytes, K/M/G/T suffixes) less this process's resident memory: a cap for
 //     users who share a machine, and the way tests make host memory "too small".
 #include <cstdint>
@@ -20,7 +21,7 @@ struct HostMemoryReadings {
   std::optional<std::uint64_t> mem_available;  ///< /proc/meminfo MemAvailable
   bool memory_grows = false;                   ///< a virtio-mem device is bound: MemAvailable is no bound
   std::optional<std::uint64_t> cgroup_limit;   ///< memory.max (v2) or memory.limit_in_bytes (v1)
-  std::uint64_t cgroup_usage = 0;              ///< memory.current (v2) or memory.usage_in_bytes (v1)
+  std::uint64_t cgroup_usage = 0;              ///< memory.current (v2) or usage_in_bytes (v1), less inactive_file
   std::optional<std::uint64_t> env_limit;      ///< MGJOIN_HOST_MEMORY_LIMIT
   std::uint64_t resident = 0;                  ///< this process's resident memory (/proc/self/statm)
 };

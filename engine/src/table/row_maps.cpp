@@ -1,11 +1,14 @@
 #include "engine/src/table/row_maps.hpp"
 
+#include "alloc/host_memory.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <omp.h>
 
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace mgjoin::table {
@@ -88,6 +91,8 @@ RowMaps rows_of_kind(JoinKind kind, const HostColumn& pair_left, const HostColum
     right_alone = select_rows(right_matched, 0, nullptr);
   }
   maps.rows = pairs + left_alone + right_alone;
+  alloc::expect_host_rows(static_cast<std::uint64_t>(maps.rows), 2 * sizeof(std::int64_t),
+                          "the gather maps (" + std::to_string(maps.rows) + " rows)");
   maps.left = HostColumn::allocate(DType::Int64, maps.rows);
   maps.right = HostColumn::allocate(DType::Int64, maps.rows);
   std::int64_t* l = maps.left.as<std::int64_t>();

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -55,9 +56,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 constexpr const char* kLeft = "left table";
+constexpr const char* kRight = "right table";
 /// join() or an Engine's join: what runs the relations underneath.
 using Joiner = std::function<JoinResult(RelationView, RelationView, const JoinOptions&)>;
-constexpr const char* kRight = "right table";
 
 bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != JoinKind::LeftAnti; }
 
@@ -69,6 +70,8 @@ std::vector<NamedColumnView> chosen_columns(const TableView& table, const std::o
     for (const std::string& name : *names) {
       const ColumnView* c = table.find(name);
       MGJOIN_INPUT_EXPECTS(c != nullptr, std::string(side) + ": no column named '" + name + "' (" + field + ")");
+      MGJOIN_INPUT_EXPECTS(std::none_of(chosen.begin(), chosen.end(), [&](const auto& x) { return x.name == name; }),
+                           std::string(field) + " names '" + name + "' twice");
       chosen.push_back({name, *c});
     }
     return chosen;
@@ -96,6 +99,33 @@ bool carriable(const std::vector<NamedColumnView>& columns) {
   return columns.size() <= 1 && (columns.empty() || dtype_size(columns[0].column.type) >= 4);
 }
 
+/// Refuses a payload column whose output name is the validity column's ("r.valid"): the output would
+/// hold two columns of one name, and a file writer would keep one of them.
+void check_output_names(const Plan& p, JoinKind how) {
+  const bool r_valid = how == JoinKind::RightOuter || how == JoinKind::FullOuter;
+  const bool s_valid = how == JoinKind::LeftOuter || how == JoinKind::FullOuter;
+  for (const auto& [columns, validity, side, field] :
+       {std::tuple{&p.left_columns, r_valid, kLeft, "TableJoinOptions::left_columns"},
+        std::tuple{&p.right_columns, s_valid, kRight, "TableJoinOptions::right_columns"}})
+    for (const NamedColumnView& c : *columns)
+      MGJOIN_INPUT_EXPECTS(!(validity && c.name == "valid"),
+                           std::string(side) + ": column 'valid' would be output under the name of the outer join's "
+                           "validity column; rename it or leave it out (" + field + ")");
+}
+
+/// Whether the flow moves every column of `table`: its one key column and the carried payload, nothing
+/// else (a payload that is the key column itself is not a second column that moves).
+bool flow_moves_whole_table(const TableView& table, const table::KeyColumns& key,
+                            const std::vector<NamedColumnView>& carried) {
+  std::vector<std::string> moved = key.names;
+  for (const NamedColumnView& c : carried)
+    if (std::find(moved.begin(), moved.end(), c.name) != moved.end()) return false;  // the key as its own payload
+    else moved.push_back(c.name);
+  return std::all_of(table.columns.begin(), table.columns.end(), [&](const NamedColumnView& c) {
+    return std::find(moved.begin(), moved.end(), c.name) != moved.end();
+  });
+}
+
 Plan plan_join(const TableView& left, const TableView& right, const TableJoinOptions& o) {
   table::check_table(left, kLeft);
   table::check_table(right, kRight);
@@ -117,13 +147,15 @@ Plan plan_join(const TableView& left, const TableView& right, const TableJoinOpt
                          p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type) &&
                          carriable(p.left_columns) && carriable(p.right_columns);
   p.carry = can_carry && o.materialization != Materialization::Late;
+  check_output_names(p, o.how);
   // In place only where the flow moves every column of both tables (their key, and the carried payload):
   // other columns would stay behind and split the rows.
-  const std::size_t moved_left = p.left_key.columns.size() + (p.carry ? p.left_columns.size() : 0);
-  const std::size_t moved_right = p.right_key.columns.size() + (p.carry ? p.right_columns.size() : 0);
-  p.in_place = o.may_reorder_inputs && p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type) &&
-               left.columns.size() == moved_left && right.columns.size() == moved_right &&
-               (p.carry || (o.how == JoinKind::Inner && o.output == TableOutput::Count));
+  const bool counts = o.how == JoinKind::Inner && o.output == TableOutput::Count;
+  const std::vector<NamedColumnView> none;
+  p.in_place = o.may_reorder_inputs && (p.carry || counts) && p.left_key.columns.size() == 1 &&
+               is_key_dtype(p.left_key.columns[0].type) &&
+               flow_moves_whole_table(left, p.left_key, p.carry ? p.left_columns : none) &&
+               flow_moves_whole_table(right, p.right_key, p.carry ? p.right_columns : none);
   return p;
 }
 
@@ -215,7 +247,13 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
   res.materialization = "late";
   const bool semi_or_anti = !outputs_right_columns(o.how);
   if (semi_or_anti) {
-    const std::uint64_t pairs = joiner(l, r, underneath(o, OutputMode::Count)).count;
+    std::uint64_t pairs = ~std::uint64_t{0};
+    try {
+      pairs = joiner(l, r, underneath(o, OutputMode::Count)).count;
+    } catch (const InputError&) {
+      // 2^64 pairs or more: the distinct keys below need none of them. (Any other input error comes
+      // back from the join after them.)
+    }
     if (pairs > kSemiPairsPerRow * static_cast<std::uint64_t>(nl + nr)) {
       rk = distinct_keys(std::move(rk));
       rid = table::row_ids(rk.size());

@@ -1,0 +1,97 @@
+// `mgjoin join` over tables: directories of columns, composite keys, join kinds, output forms, and the
+// option combinations around them (the library's own results are checked in tests/table).
+#include <mgjoin/io.hpp>
+
+#include "cli_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+template <class T>
+void write_values(const std::filesystem::path& path, DType type, const std::vector<T>& values) {
+  write_column(path, ColumnView{values.data(), static_cast<std::int64_t>(values.size()), type});
+}
+
+template <class T>
+std::vector<T> read_values(const std::filesystem::path& path) {
+  const HostColumn c = read_column(path);
+  return std::vector<T>(c.as<T>(), c.as<T>() + c.size());
+}
+
+class CliTables : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    std::filesystem::create_directories(dir() / "a");
+    std::filesystem::create_directories(dir() / "b");
+    write_values<std::int32_t>(dir() / "a/k.npy", DType::Int32, {1, 2, 2, 3});
+    write_values<std::int16_t>(dir() / "a/p.npy", DType::Int16, {10, 20, 21, 30});
+    write_values<std::int32_t>(dir() / "b/k.npy", DType::Int32, {2, 2, 4});
+    write_values<double>(dir() / "b/w.npy", DType::Float64, {1.5, 2.5, 4.5});
+  }
+  std::string join_ab(const std::string& more) const { return "join --r-dir a --s-dir b --r-key k --s-key k --gpus 0 " + more; }
+};
+
+TEST_F(CliTables, ChosenColumnsWorkWithMapsAndCountsToo) {
+  const CliResult maps = mgjoin(join_ab("--r-columns p --how left --output maps --out-dir out"));
+  ASSERT_EQ(maps.exit_code, 0) << maps.err;
+  EXPECT_EQ(read_values<std::int64_t>(dir() / "out/r.row.npy").size(), 6u);
+  const CliResult count = mgjoin(join_ab("--r-columns p --s-columns w --how full --count"));
+  ASSERT_EQ(count.exit_code, 0) << count.err;
+  EXPECT_EQ(count.out, "7\n");
+}
+
+TEST_F(CliTables, SemiJoinsNeedNoRightColumns) {
+  // A right column that cannot be read must not matter: a semi join outputs none.
+  write_file("b/broken.npy", "not a numpy file");
+  const CliResult r = mgjoin("join --r-dir a --s-dir b --r-key k --s-key k --s-columns w --gpus 0 --how semi --out-dir out");
+  ASSERT_NE(r.exit_code, 0) << "the broken file is still inspected (an input error is an input error)";
+  std::filesystem::remove(dir() / "b/broken.npy");
+  const CliResult ok = mgjoin(join_ab("--how semi --out-dir out"));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(read_values<std::int16_t>(dir() / "out/r.p.npy"), (std::vector<std::int16_t>{20, 21}));
+  auto names = entries("out");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"key.npy", "r.p.npy"}));
+}
+
+TEST_F(CliTables, GeneratedLayoutReadsAsKeyAndPayloadWithOrWithoutRKey) {
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.00001 --out-dir gen").exit_code, 0);
+  const CliResult plain = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --count");
+  const CliResult named = mgjoin("join --r-dir gen --s-dir gen --r-key key --s-key key --gpus 0 --count");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(plain.out, named.out);
+  EXPECT_EQ(plain.out, "10000\n");
+}
+
+TEST_F(CliTables, ErrorsNameTheFlagsNotTheLibraryFields) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"join --r-dir a --s-dir b --r-key k,k --s-key k,k --gpus 0 --count", "--r-key names 'k' twice"},
+           {join_ab("--r-columns p,p --out-dir out"), "--r-columns names 'p' twice"},
+           {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "R's key has 1 columns but S's key has 2"}}) {
+    const CliResult r = mgjoin(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    const auto lines = r.err_lines();
+    ASSERT_EQ(lines.size(), 1u) << args << "\n" << r.err;
+    EXPECT_NE(lines[0].find(needle), std::string::npos) << lines[0];
+    EXPECT_EQ(lines[0].find("TableJoinOptions::"), std::string::npos) << lines[0];
+  }
+}
+
+TEST_F(CliTables, AColumnNamedValidCannotHideTheValidity) {
+  write_values<std::uint8_t>(dir() / "a/valid.npy", DType::UInt8, {1, 1, 1, 1});
+  const CliResult r = mgjoin(join_ab("--how full --out-dir out"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("column 'valid'"), std::string::npos) << r.err;
+  EXPECT_TRUE(entries("out").empty());
+}
+
+}  // namespace
+}  // namespace mgjoin::test
