@@ -159,6 +159,7 @@ def join(
     right_columns: Optional[Sequence[str]] = None,
     tuning_file: Optional[str] = None,
     info: Optional[dict] = None,
+    engine: Optional["Engine"] = None,
 ) -> Any:
     """Equi-join of two tables on key columns, on all GPUs (or the CPU path without GPUs).
 
@@ -193,6 +194,9 @@ def join(
         tuning_file: the tuning file of ``mgjoin.tune()`` (default ~/.cache/mgjoin/tuning.json).
         info: a dict to fill with the run's details: executor, strategy, strategy_reason, seconds,
             join_seconds, phases, materialization, peak_host_bytes.
+        engine: an ``mgjoin.Engine`` to join on: its GPUs and memory, taken once for many joins (then
+            leave gpus, gpu_memory_limit and tuning_file unset). Without one, each call takes the
+            GPUs' memory for itself (about a second) and gives it back.
 
     Returns:
         With output="table" a pyarrow.Table with the columns "key" (or "key.<name>" per column of a
@@ -212,6 +216,9 @@ def join(
     if not isinstance(how, str):
         raise ValueError(f"how={how!r}: expected inner, left, right, full, semi or anti")
     left_keys, right_keys = _key_names(on, left_on, right_on)
+    if engine is not None and (gpus is not None or gpu_memory_limit is not None or tuning_file is not None):
+        raise ValueError("engine= joins on the engine's GPUs and memory: leave gpus, gpu_memory_limit and "
+                         "tuning_file unset (give them to mgjoin.Engine)")
     gpu_count, gpu_ids = _gpu_options(gpus)
     memory_limit = _memory_limit(gpu_memory_limit)
     as_table = output == "table"
@@ -246,6 +253,7 @@ def join(
             strategy=strategy,
             tuning_file=tuning_file or "",
             progress=report,
+            engine=engine._engine() if engine is not None else None,
         )
     if info is not None:
         info.update({k: v for k, v in result.items() if k not in ("columns", "left_rows", "right_rows")})
@@ -254,3 +262,57 @@ def join(
     if output == "gather_maps":
         return result["left_rows"], result["right_rows"]
     return _table(result, left_meta, right_meta, left_keys)
+
+
+class Engine:
+    """GPUs and their memory taken once, for many joins (``mgjoin::Engine``).
+
+    Taking the GPUs' memory costs about a second; an Engine takes it when it is made and keeps it until
+    ``close()`` (or the end of a ``with`` block), so that repeated joins pay it once::
+
+        >>> with mgjoin.Engine(gpus=2) as engine:
+        ...     for left, right in batches:
+        ...         out = engine.join(left, right, on="k")
+
+    One join runs at a time on an engine (others wait). The CPU path needs no engine.
+    """
+
+    def __init__(self, gpus: Union[int, Sequence[int], None] = None, gpu_memory_limit: Union[int, str, None] = None,
+                 tuning_file: Optional[str] = None) -> None:
+        count, ids = _gpu_options(gpus)
+        if count == 0 and not ids:
+            raise ValueError("gpus=0 is the CPU path, which needs no Engine: call mgjoin.join(..., gpus=0)")
+        with _engine_errors():
+            self._handle: Any = _mgjoin.Engine(count, ids, _memory_limit(gpu_memory_limit), tuning_file or "")
+
+    def _engine(self) -> Any:
+        if self._handle is None:
+            raise ValueError("this mgjoin.Engine was closed")
+        return self._handle
+
+    @property
+    def devices(self) -> list[int]:
+        """CUDA device ids of the engine's GPU set."""
+        return list(self._engine().devices)
+
+    @property
+    def device_bytes(self) -> int:
+        """Device memory per GPU the engine holds."""
+        return int(self._engine().device_bytes)
+
+    def join(self, left: Any, right: Any, on: Union[str, Sequence[str], None] = None, **options: Any) -> Any:
+        """``mgjoin.join(left, right, on, ..., engine=self)``: the same arguments but gpus,
+        gpu_memory_limit and tuning_file."""
+        return join(left, right, on, engine=self, **options)
+
+    def close(self) -> None:
+        """Gives the GPUs' memory back; the engine cannot join after."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

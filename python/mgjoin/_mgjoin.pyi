@@ -26,12 +26,23 @@ def join_tables(
     strategy: str = "auto",
     tuning_file: str = "",
     progress: Optional[Callable[[str, float], Any]] = None,
+    engine: Optional["Engine"] = None,
 ) -> dict[str, Any]:
     """Joins two tables given as dicts of 1-D C-contiguous NumPy arrays (mgjoin::join_tables), the GIL
     released. Returns a dict: count (int), columns (list of (name, numpy array), output="columns"),
     left_rows / right_rows (int64 arrays for output="maps", else None; right_rows None for semi and anti
     joins), executor, strategy, strategy_reason, materialization, seconds, join_seconds,
     peak_host_bytes, phases (list of dicts: name, seconds, bytes_pcie, bytes_nvlink)."""
+
+class Engine:
+    """GPUs and their memory taken once for repeated joins (mgjoin::Engine); one join at a time."""
+
+    def __init__(self, gpus: int = -1, gpu_ids: list[int] = [], gpu_memory_limit: int = 0, tuning_file: str = "") -> None: ...
+    @property
+    def devices(self) -> list[int]: ...
+    @property
+    def device_bytes(self) -> int: ...
+    def close(self) -> None: ...
 
 def topology_json(tuning_file: str = "") -> str:
     """What `mgjoin topo --json` prints for this machine, as a JSON string."""

@@ -8,6 +8,7 @@
 // worker thread.
 #include "bindings.hpp"
 
+#include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
 #include <mgjoin/table.hpp>
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -176,10 +178,44 @@ void show_progress(ProgressSlot& slot, const nb::object& callback) {
   if (!callback.is_none()) callback(phase, fraction);
 }
 
+/// An Engine for repeated joins (mgjoin.Engine): its device memory, peers and pinned buffers are taken
+/// once. One join at a time (its stacks serve one join); close() gives the GPUs' memory back.
+class EngineHandle {
+ public:
+  EngineHandle(int gpus, const std::vector<int>& gpu_ids, std::uint64_t gpu_memory_limit, const std::string& tuning_file) {
+    options_.gpus = gpus;
+    options_.gpu_ids = gpu_ids;
+    options_.gpu_memory_limit = gpu_memory_limit;
+    options_.tuning_file = tuning_file;
+    nb::gil_scoped_release no_gil;  // taking the GPUs' memory takes a second or so
+    engine_ = std::make_unique<Engine>(options_);
+  }
+
+  Engine& engine() {
+    MGJOIN_INPUT_EXPECTS(engine_ != nullptr, "engine: it was closed");
+    return *engine_;
+  }
+  std::mutex& mutex() { return mutex_; }
+  const EngineOptions& options() const { return options_; }
+  std::vector<int> devices() { return engine().devices(); }
+  std::uint64_t device_bytes() { return engine().device_bytes(); }
+  void close() {
+    const std::lock_guard lock(mutex_);
+    nb::gil_scoped_release no_gil;
+    engine_.reset();
+  }
+
+ private:
+  EngineOptions options_;
+  std::unique_ptr<Engine> engine_;
+  std::mutex mutex_;
+};
+
 /// Runs join_tables on a worker thread while this one serves signals and progress (see the top).
 /// Returns nullopt when a Python exception is pending (KeyboardInterrupt, or the progress callback's).
 std::optional<TableJoinResult> run_interruptibly(const TableView& left, const TableView& right,
-                                                 TableJoinOptions options, const nb::object& progress) {
+                                                 TableJoinOptions options, const nb::object& progress,
+                                                 EngineHandle* engine) {
   std::atomic<bool> cancel{false};
   ProgressSlot slot;
   options.join.cancel = &cancel;
@@ -195,7 +231,12 @@ std::optional<TableJoinResult> run_interruptibly(const TableView& left, const Ta
     nb::gil_scoped_release no_gil;
     std::thread worker([&] {
       try {
-        result.emplace(join_tables(left, right, options));
+        if (engine) {
+          const std::lock_guard lock(engine->mutex());
+          result.emplace(join_tables(engine->engine(), left, right, options));
+        } else {
+          result.emplace(join_tables(left, right, options));
+        }
       } catch (...) {
         error = std::current_exception();
       }
@@ -264,7 +305,7 @@ nb::object join_tables_py(const nb::dict& left, const nb::dict& right, const std
                           const std::optional<std::vector<std::string>>& left_columns,
                           const std::optional<std::vector<std::string>>& right_columns, int gpus,
                           const std::vector<int>& gpu_ids, std::uint64_t gpu_memory_limit, const std::string& strategy,
-                          const std::string& tuning_file, const nb::object& progress) {
+                          const std::string& tuning_file, const nb::object& progress, EngineHandle* engine) {
   const InputTable l = input_table(left, "left"), r = input_table(right, "right");
   TableJoinOptions o;
   o.left_on = left_on;
@@ -278,15 +319,20 @@ nb::object join_tables_py(const nb::dict& left, const nb::dict& right, const std
   o.may_reorder_inputs = false;  // the caller's arrays are never modified
   MGJOIN_INPUT_EXPECTS(gpus >= -1, "gpus " + std::to_string(gpus) + ": expected None (all), 0 (CPU) or a GPU count");
   for (const int id : gpu_ids) MGJOIN_INPUT_EXPECTS(id >= 0, "gpus: GPU id " + std::to_string(id) + " is negative");
-  o.join.gpus = gpus;
-  o.join.gpu_ids = gpu_ids;
-  o.join.gpu_memory_limit = gpu_memory_limit;
+  if (engine) {
+    // The engine's GPUs and memory: a join cannot ask for others (Engine::join refuses them).
+    static_cast<EngineOptions&>(o.join) = engine->options();
+  } else {
+    o.join.gpus = gpus;
+    o.join.gpu_ids = gpu_ids;
+    o.join.gpu_memory_limit = gpu_memory_limit;
+    o.join.tuning_file = tuning_file;
+  }
   o.join.strategy = strategy_of(strategy);
   o.join.sort = SortStrategy::FromTuning;
-  o.join.tuning_file = tuning_file;
 
   const JoinKind how_kind = o.how;
-  std::optional<TableJoinResult> res = run_interruptibly(l.view, r.view, std::move(o), progress);
+  std::optional<TableJoinResult> res = run_interruptibly(l.view, r.view, std::move(o), progress, engine);
   if (!res) throw nb::python_error();
   // A signal that came as the join finished still stops the caller, before the result is built.
   if (PyErr_CheckSignals() != 0) throw nb::python_error();
@@ -300,11 +346,19 @@ void bind_join(nb::module_& m) {
         nb::arg("right_on"), nb::arg("how") = "inner", nb::arg("output") = "columns",
         nb::arg("left_columns") = nb::none(), nb::arg("right_columns") = nb::none(), nb::arg("gpus") = -1,
         nb::arg("gpu_ids") = std::vector<int>{}, nb::arg("gpu_memory_limit") = 0, nb::arg("strategy") = "auto",
-        nb::arg("tuning_file") = "", nb::arg("progress") = nb::none(),
+        nb::arg("tuning_file") = "", nb::arg("progress") = nb::none(), nb::arg("engine").none() = nb::none(),
         "Joins two tables given as dicts of 1-D C-contiguous NumPy arrays (mgjoin::join_tables). Returns a dict:\n"
         "count, columns ([(name, array)], output='columns'), left_rows/right_rows (int64 arrays,\n"
         "output='maps'), executor, strategy, strategy_reason, materialization, seconds, join_seconds,\n"
-        "peak_host_bytes, phases. `progress(phase, fraction)` is called from this thread.");
+        "peak_host_bytes, phases. `progress(phase, fraction)` is called from this thread. With `engine`, the\n"
+        "join runs on that Engine (its GPUs and memory; gpus, gpu_ids, gpu_memory_limit, tuning_file unused).");
+  nb::class_<EngineHandle>(m, "Engine",
+                           "GPUs and their memory taken once for repeated joins (mgjoin::Engine); one join at a time.")
+      .def(nb::init<int, const std::vector<int>&, std::uint64_t, const std::string&>(), nb::arg("gpus") = -1,
+           nb::arg("gpu_ids") = std::vector<int>{}, nb::arg("gpu_memory_limit") = 0, nb::arg("tuning_file") = "")
+      .def_prop_ro("devices", &EngineHandle::devices, "CUDA device ids of the engine's GPU set")
+      .def_prop_ro("device_bytes", &EngineHandle::device_bytes, "device memory per GPU the engine holds")
+      .def("close", &EngineHandle::close, "gives the GPUs' memory back; the engine cannot join after");
 }
 
 }  // namespace mgjoin::python

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 import mgjoin
+from conftest import gpu_count
 
 K = np.arange(4, dtype=np.int64)
 
@@ -100,3 +101,11 @@ def test_a_missing_gpu_is_an_error_naming_the_argument():
 def test_gpu_error_is_a_runtime_error():
     assert issubclass(mgjoin.GpuError, RuntimeError)
     assert mgjoin.GpuError.__module__ == "mgjoin"
+
+
+def test_an_engine_needs_gpus():
+    with pytest.raises(ValueError, match="CPU path, which needs no Engine"):
+        mgjoin.Engine(gpus=0)
+    if gpu_count() == 0:
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            mgjoin.Engine()

@@ -60,3 +60,19 @@ def test_topology_and_tune(tmp_path):
     best = mgjoin.tune(str(tmp_path / "tuning.json"), join_scale=0, mib=16, repeats=1, progress=False)
     assert [c["g"] for c in best] == list(range(1, gpu_count() + 1))
     assert mgjoin.topology(str(tmp_path / "tuning.json"))["chosen"]
+
+
+def test_an_engine_serves_many_joins(rng):
+    """An Engine takes the GPUs' memory once; its joins equal the CPU path's, and a closed one refuses."""
+    left = {"k": rng.integers(0, 5000, 200_000), "v": rng.integers(0, 1 << 40, 200_000)}
+    right = {"k": rng.integers(0, 5000, 150_000), "w": rng.random(150_000)}
+    with mgjoin.Engine(gpus=1, gpu_memory_limit="2G") as engine:
+        assert engine.devices and engine.device_bytes == 2 << 30
+        for how in ("inner", "left", "full", "semi", "anti"):
+            got = engine.join(left, right, on="k", how=how, output="gather_maps")
+            want = mgjoin.join(left, right, on="k", how=how, output="gather_maps", gpus=0)
+            assert as_pairs(*got) == as_pairs(*want), how
+        with pytest.raises(ValueError, match="engine's GPUs"):
+            engine.join(left, right, on="k", gpus=1)
+    with pytest.raises(ValueError, match="closed"):
+        engine.join(left, right, on="k")
