@@ -8,6 +8,7 @@
 #include <mgjoin/generate.hpp>
 #include <mgjoin/join.hpp>
 
+#include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 #include "e2e/e2e_util.hpp"
@@ -66,24 +67,7 @@ struct Shape {
   int payload_bytes;
 };
 
-/// One engine per GPU count for the whole suite (making one takes the GPUs' memory, a second or so),
-/// freed before CUDA and NCCL tear down at exit.
-class Engines : public ::testing::Environment {
- public:
-  void TearDown() override { engines.clear(); }
-  std::map<int, std::unique_ptr<Engine>> engines;
-};
-Engines* const engines_env = static_cast<Engines*>(::testing::AddGlobalTestEnvironment(new Engines));
-
-Engine& engine_for(int gpus) {
-  auto& e = engines_env->engines[gpus];
-  if (!e) {
-    JoinOptions options;
-    options.gpus = gpus;
-    e = std::make_unique<Engine>(options);
-  }
-  return *e;
-}
+Engine& engine_for(int gpus) { return shared_engines().get(gpus, 0); }
 
 /// Joins copies of R and S with the co-partitioned flow on g GPUs and checks everything it promises.
 template <class Key>

@@ -7,6 +7,7 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 
+#include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 #include "table/table_reference.hpp"
@@ -28,24 +29,7 @@ namespace {
 /// take (each plain join_tables call on GPUs makes an engine of its own).
 constexpr std::uint64_t kGpuMemory = 1ull << 30;
 
-/// One engine per GPU count for the whole suite, freed before CUDA and NCCL tear down at exit.
-class Engines : public ::testing::Environment {
- public:
-  void TearDown() override { engines.clear(); }
-  std::map<int, std::unique_ptr<Engine>> engines;
-};
-Engines* const engines_env = static_cast<Engines*>(::testing::AddGlobalTestEnvironment(new Engines));
-
-Engine& engine_for(int gpus) {
-  auto& e = engines_env->engines[gpus];
-  if (!e) {
-    EngineOptions o;
-    o.gpus = gpus;
-    o.gpu_memory_limit = kGpuMemory;
-    e = std::make_unique<Engine>(o);
-  }
-  return *e;
-}
+Engine& engine_for(int gpus) { return shared_engines().get(gpus, kGpuMemory); }
 
 struct GpuFlow {
   int gpus;

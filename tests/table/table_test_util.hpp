@@ -64,22 +64,8 @@ inline const char* strategy_label(JoinStrategy s) {
   }
   return "?";
 }
-inline const char* type_label(DType t) {
-  switch (t) {
-    case DType::Int32: return "int32";
-    case DType::UInt32: return "uint32";
-    case DType::Int64: return "int64";
-    case DType::UInt64: return "uint64";
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int8: return "int8";
-    case DType::UInt8: return "uint8";
-    case DType::Int16: return "int16";
-    case DType::UInt16: return "uint16";
-    case DType::Bool: return "bool";
-  }
-  return "?";
-}
+/// A type's name for messages (the library's names).
+inline std::string type_label(DType t) { return std::string(dtype_name(t)); }
 
 inline constexpr JoinKind kAllKinds[] = {JoinKind::Inner,     JoinKind::LeftOuter, JoinKind::RightOuter,
                                          JoinKind::FullOuter, JoinKind::LeftSemi,  JoinKind::LeftAnti};

@@ -1,0 +1,43 @@
+#pragma once
+// One Engine per (GPU count, memory limit) for a whole GPU test binary: making one takes the GPUs'
+// memory (a second or so), so suites share them. They are freed before CUDA and NCCL tear down at exit.
+#include <mgjoin/engine.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+
+namespace mgjoin::test {
+
+class SharedEngines : public ::testing::Environment {
+ public:
+  void TearDown() override { engines_.clear(); }
+
+  /// The engine of `gpus` GPUs with `memory_limit` bytes each (0: the engine's default).
+  Engine& get(int gpus, std::uint64_t memory_limit) {
+    auto& e = engines_[{gpus, memory_limit}];
+    if (!e) {
+      EngineOptions o;
+      o.gpus = gpus;
+      o.gpu_memory_limit = memory_limit;
+      e = std::make_unique<Engine>(o);
+    }
+    return *e;
+  }
+
+ private:
+  std::map<std::pair<int, std::uint64_t>, std::unique_ptr<Engine>> engines_;
+};
+
+/// Registered before main (an inline variable: once per binary, however many files include this
+/// header), so that gtest tears it down before exit.
+inline SharedEngines* const shared_engines_environment =
+    static_cast<SharedEngines*>(::testing::AddGlobalTestEnvironment(new SharedEngines));
+
+/// The binary's shared engines.
+inline SharedEngines& shared_engines() { return *shared_engines_environment; }
+
+}  // namespace mgjoin::test
