@@ -9,6 +9,7 @@
 #include "engine/src/copart/copart_join.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
+#include "engine/src/join/output_count.hpp"
 #include "engine/src/merge_phase.hpp"
 #include "engine/src/nvtx.hpp"
 #include "engine/src/sort/merge_sort.hpp"
@@ -262,13 +263,6 @@ std::uint64_t Engine::device_bytes() const { return impl_->device_bytes; }
 
 namespace {
 
-/// Refuses, before any output column is taken, a materialized output the host cannot hold.
-void expect_output_memory(std::uint64_t rows, const RelationView& r, const RelationView& s) {
-  const std::uint64_t row_bytes = dtype_size(r.key.type) + (r.payload ? dtype_size(r.payload->type) : 0) +
-                                  (s.payload ? dtype_size(s.payload->type) : 0);
-  alloc::expect_host_rows(rows, row_bytes, "the join's output (" + std::to_string(rows) + " rows)");
-}
-
 /// Why the paper flow runs when the co-partitioned one is not even tried; empty when it is to be tried.
 /// @throw InputError when the co-partitioned flow was asked for an output it does not make.
 std::string paper_only_reason(const JoinOptions& options) {
@@ -394,7 +388,7 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
   std::uint64_t output_bytes = 0;
   if (options.output == OutputMode::Materialize) {
     progress("materialize", 0);
-    expect_output_memory(joined.count, r, s);
+    detail::expect_output_memory(joined.count, detail::output_row_bytes(r, s));
     const auto t = Clock::now();
     auto columns = detail::materialize(joined.ranges, r.key,
                                        r.payload ? std::optional<ColumnView>(*r.payload) : std::nullopt,

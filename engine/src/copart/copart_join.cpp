@@ -7,7 +7,6 @@
 // segment sizes, which it needs to address the copies and to check them against the plan's bounds.
 #include "engine/src/copart/copart_join.hpp"
 
-#include "alloc/host_memory.hpp"
 #include "alloc/stack_buffer.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/sort/local_sort.hpp"
@@ -658,10 +657,9 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   result.count = total;
   const RelationView& r = relation(Side::R);
   const RelationView& s = relation(Side::S);
-  alloc::expect_host_rows(total, plan_.r.key_bytes + plan_.r.payload_bytes + plan_.s.payload_bytes,
-                          "the join's output (" + std::to_string(total) + " rows)");
-  const std::int64_t rows =
-      mgjoin::detail::output_rows(total, plan_.r.key_bytes + plan_.r.payload_bytes + plan_.s.payload_bytes);
+  const std::uint64_t row_bytes = plan_.r.key_bytes + plan_.r.payload_bytes + plan_.s.payload_bytes;
+  mgjoin::detail::expect_output_memory(total, row_bytes);
+  const std::int64_t rows = mgjoin::detail::output_rows(total, row_bytes);
   // Pinned result columns (from the pinned cache after the first join) take the windows straight
   // from the GPUs; pageable ones (no pinned memory to be had) go through the pinned staging.
   result.key = HostColumn::allocate(r.key.type, rows, MemoryKind::Pinned);

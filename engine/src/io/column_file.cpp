@@ -4,6 +4,7 @@
 
 #include "engine/src/io/file_handle.hpp"
 #include "engine/src/io/npy_header.hpp"
+#include "core/checked_math.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -52,7 +53,7 @@ ColumnFileInfo inspect_npy(const detail::FileHandle& file) {
   // A corrupt header's row count times the width may overflow 64 bits: the message must not quote
   // the wrapped product.
   std::uint64_t want = 0;
-  const bool overflows = __builtin_mul_overflow(rows, dtype_size(header.type), &want);
+  const bool overflows = mul_overflows(rows, dtype_size(header.type), &want);
   if (overflows || want > have)
     throw InputError(file.path() + ": truncated: header says " + std::to_string(header.size) + " " +
                      std::string(dtype_name(header.type)) + " elements (" +

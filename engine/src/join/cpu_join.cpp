@@ -3,12 +3,11 @@
 // paper Section 3.3.1), and parallel materialization.
 #include "engine/src/join/cpu_join.hpp"
 
-#include "alloc/host_memory.hpp"
-
 #include "engine/src/join/cpu_merge_join.hpp"
 #include "engine/src/join/cpu_sort.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
+#include "engine/src/join/output_count.hpp"
 
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
@@ -119,10 +118,7 @@ JoinResult cpu_join(RelationView r, RelationView s, const JoinOptions& options) 
   std::uint64_t output_bytes = 0;
   if (options.output == OutputMode::Materialize) {
     report(options, "materialize", 0.0);
-    // All output columns at once, before any is taken: each column's own check would not see the others.
-    alloc::expect_host_rows(result.count, dtype_size(r.key.type) + (r.payload ? dtype_size(r.payload->type) : 0) +
-                                              (s.payload ? dtype_size(s.payload->type) : 0),
-                            "the join's output (" + std::to_string(result.count) + " rows)");
+    expect_output_memory(result.count, output_row_bytes(r, s));
     t = Clock::now();
     std::optional<ColumnView> r_payload, s_payload;
     if (r.payload) r_payload = ColumnView(*r.payload);

@@ -1,6 +1,8 @@
 // Checked output sizes (output_count.hpp).
 #include "engine/src/join/output_count.hpp"
 
+#include "alloc/host_memory.hpp"
+
 #include <mgjoin/error.hpp>
 
 #include <cstdint>
@@ -30,6 +32,15 @@ std::uint64_t total_tuples(std::span<const TupleCounter> gpus, std::span<const M
   }
   for (const MatchRange& m : ranges) total.add(m.tuples());
   return checked_total(total, "summed over the GPUs");
+}
+
+std::uint64_t output_row_bytes(const RelationView& r, const RelationView& s) {
+  return dtype_size(r.key.type) + (r.payload ? dtype_size(r.payload->type) : 0) +
+         (s.payload ? dtype_size(s.payload->type) : 0);
+}
+
+void expect_output_memory(std::uint64_t rows, std::uint64_t row_bytes) {
+  alloc::expect_host_rows(rows, row_bytes, "the join's output (" + std::to_string(rows) + " rows)");
 }
 
 std::int64_t output_rows(std::uint64_t rows, std::uint64_t row_bytes) {

@@ -33,4 +33,12 @@ std::uint64_t total_tuples(std::span<const TupleCounter> gpus, std::span<const M
 /// @throw InputError when they would take 2^63 bytes or more: more than any machine addresses.
 std::int64_t output_rows(std::uint64_t rows, std::uint64_t row_bytes);
 
+/// Bytes of one materialized output row of R and S: the key and each side's payload.
+std::uint64_t output_row_bytes(const RelationView& r, const RelationView& s);
+
+/// Refuses, before any output column is taken, a materialized output of `rows` rows of `row_bytes`
+/// bytes that host memory cannot hold (all columns together: each column's own check would not see the
+/// others). @throw OutOfMemory "host memory: the join's output (N rows) needs ..."
+void expect_output_memory(std::uint64_t rows, std::uint64_t row_bytes);
+
 }  // namespace mgjoin::detail

@@ -217,15 +217,13 @@ TableJoinResult count_inner(const Plan& p, std::int64_t left_rows, std::int64_t 
   return res;
 }
 
-/// The right table's distinct sort keys (row ids are then ids of distinct keys): a semi or anti join
-/// needs only whether a left row matches, and the pairs of a key repeated many times on the right would
+/// The right table's distinct sort keys: a semi or anti join needs only whether a left row matches, and the pairs of a key repeated many times on the right would
 /// multiply its output.
 HostColumn distinct_keys(HostColumn keys) {
   detail::sort_relation_cpu(RelationView{keys.view(), std::nullopt});
   const auto unique_count = [&](auto* k) { return std::unique(k, k + keys.size()) - k; };
-  const std::int64_t n = keys.type() == DType::UInt32 || keys.type() == DType::Int32
-                             ? unique_count(keys.as<std::uint32_t>())
-                             : unique_count(keys.as<std::uint64_t>());
+  const std::int64_t n = dtype_size(keys.type()) == 4 ? unique_count(keys.as<std::uint32_t>())
+                                                     : unique_count(keys.as<std::uint64_t>());
   keys.truncate(n);
   return keys;
 }
@@ -237,15 +235,19 @@ constexpr std::uint64_t kSemiPairsPerRow = 4;
 TableJoinResult join_late(const Plan& p, const TableView& left, const TableView& right, const TableJoinOptions& o,
                           const Joiner& joiner) {
   const std::int64_t nl = left.rows(), nr = right.rows();
+  const bool semi_or_anti = !outputs_right_columns(o.how);
   auto t = Clock::now();
   HostColumn lk = table::sort_key(p.left_key, nl), rk = table::sort_key(p.right_key, nr);
-  HostColumn lid = table::row_ids(nl), rid = table::row_ids(nr);
+  // Semi and anti joins need only which left rows match: the right side travels without row ids.
+  HostColumn lid = table::row_ids(nl), rid = semi_or_anti ? HostColumn() : table::row_ids(nr);
   const double prepare_seconds = seconds_since(t);
   // join() may sort keys and row ids in place, together: they stay a consistent relation.
-  RelationView l{lk.view(), lid.view()}, r{rk.view(), rid.view()};
+  const auto with_ids = [&](HostColumn& key, HostColumn& ids) {
+    return RelationView{key.view(), ids.data() ? std::optional(ids.view()) : std::nullopt};
+  };
+  RelationView l = with_ids(lk, lid), r = with_ids(rk, rid);
   TableJoinResult res;
   res.materialization = "late";
-  const bool semi_or_anti = !outputs_right_columns(o.how);
   if (semi_or_anti) {
     std::uint64_t pairs = ~std::uint64_t{0};
     try {
@@ -256,8 +258,7 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
     }
     if (pairs > kSemiPairsPerRow * static_cast<std::uint64_t>(nl + nr)) {
       rk = distinct_keys(std::move(rk));
-      rid = table::row_ids(rk.size());
-      r = RelationView{rk.view(), rid.view()};
+      r = RelationView{rk.view(), std::nullopt};
     }
   }
   detail::throw_if_cancelled();
