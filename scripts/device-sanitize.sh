@@ -6,7 +6,7 @@
 # MGJOIN_SAN_ROWS rows.
 #
 #   MGJOIN_SAN_TOOLS="memcheck racecheck synccheck initcheck"  tools to run
-#   MGJOIN_SAN_SUITES="alloc topology io join sort cli e2e table"     GPU suites (cli: the mgjoin processes too)
+#   MGJOIN_SAN_SUITES="alloc topology io join sort copart cli e2e table"     GPU suites (cli: the mgjoin processes too)
 #   MGJOIN_SAN_CASES=200  MGJOIN_SAN_ROWS=20000  MGJOIN_SAN_GPUS=2   the harness's cases
 #   MGJOIN_SAN_LIMIT_MIB=2048                                   the harness engines' GPU memory
 #   MGJOIN_SAN_TIMEOUT=300                                      seconds per run
@@ -60,7 +60,7 @@ run_one() {  # tool name command...
 }
 
 for tool in ${MGJOIN_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
-  for t in ${MGJOIN_SAN_SUITES:-alloc topology io join sort cli e2e table}; do
+  for t in ${MGJOIN_SAN_SUITES:-alloc topology io join sort copart cli e2e table}; do
     run_one "$tool" "$t" "$B/${t}_gpu_tests" "--gtest_filter=${MGJOIN_SAN_FILTER:-*-*LargerThanTheGpu*:*Bandwidth*:Overflow*}"
   done
   run_one "$tool" differential "$B/differential" --cases "${MGJOIN_SAN_CASES:-200}" \

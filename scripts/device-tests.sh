@@ -10,7 +10,7 @@ mkdir -p "$OUT"
 # The CLI suites run the mgjoin binary at the build folder it was built in (MGJOIN_BUILT_IN).
 built_in=${MGJOIN_BUILT_IN:-/work/main/build-lead}
 if [ ! -e "$built_in/mgjoin" ]; then mkdir -p "$(dirname "$built_in")"; ln -sfn "$PWD/$B" "$built_in"; fi
-for t in ${MGJOIN_SUITES:-alloc topology io join sort cli e2e table}; do
+for t in ${MGJOIN_SUITES:-alloc topology io join sort copart cli e2e table}; do
   start=$(date +%s)
   timeout "${MGJOIN_SUITE_TIMEOUT:-240}" "$B/${t}_gpu_tests" ${MGJOIN_GTEST_ARGS:-} >> "$OUT/gpu-tests.log" 2>&1
   echo "${t}_gpu_tests rc=$? ($(( $(date +%s) - start )) s)"

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${MGJOIN_BUILD_DIR:-build-lead}
-suites=(alloc topology io join sort cli e2e table)
+suites=(alloc topology io join sort copart cli e2e table)
 export PATH="/usr/local/cuda/bin:$PATH"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$build" -j "$(nproc)" mgjoin $(for s in "${suites[@]}"; do echo "${s}_gpu_tests"; done) \

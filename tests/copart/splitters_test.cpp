@@ -295,5 +295,102 @@ TEST(PlanCopart, RefusesWhatDoesNotFitAndSaysWhy) {
   EXPECT_NE(big.reason.find("co-partitioned"), std::string::npos) << big.reason;
 }
 
+/// Keys 0, 3, 6, ... (R) and 0, 5, 10, ... (S) of the given lengths, with 8-byte payloads.
+struct TwoRelations {
+  Keys rk, rp, sk, sp;
+  TwoRelations(std::size_t r_rows, std::size_t s_rows) : rk(r_rows), rp(r_rows), sk(s_rows), sp(s_rows) {
+    for (std::size_t i = 0; i < r_rows; ++i) rk[i] = i * 3;
+    for (std::size_t i = 0; i < s_rows; ++i) sk[i] = i * 5;
+  }
+  RelationView r() { return {{rk.data(), static_cast<std::int64_t>(rk.size()), DType::UInt64}, MutableColumnView{rp.data(), static_cast<std::int64_t>(rp.size()), DType::UInt64}}; }
+  RelationView s() { return {{sk.data(), static_cast<std::int64_t>(sk.size()), DType::UInt64}, MutableColumnView{sp.data(), static_cast<std::int64_t>(sp.size()), DType::UInt64}}; }
+};
+
+std::uint64_t peak(const CopartPlan& p) {
+  std::uint64_t most = 0;
+  for (const GpuBudget& b : p.budget) most = std::max(most, b.peak());
+  return most;
+}
+
+TEST(PlanStreamed, TheSmallerRelationStaysResidentWhenBothDoNotFit) {
+  TwoRelations rel(1'000'000, 20'000'000);
+  const std::uint64_t bytes = 256ull << 20;
+  const CopartPlan p = plan_copart(rel.r(), rel.s(), 1, OutputMode::Count, bytes, fake_scratch());
+  ASSERT_TRUE(p.fits) << p.reason;
+  EXPECT_TRUE(p.streamed);
+  EXPECT_EQ(p.probe, Side::S);  // S streams, R stays
+  EXPECT_LE(peak(p), bytes);
+  EXPECT_EQ(p.landing_rows, p.chunk_rows);  // one GPU: a round is one chunk
+  EXPECT_GE(p.chunk_rows, std::int64_t{1} << 20);
+  EXPECT_NE(p.reason.find("not in core"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("streamed: R resident"), std::string::npos) << p.reason;
+  // The same sizes fit in core with room to spare: no streaming then.
+  const CopartPlan in_core = plan_copart(rel.r(), rel.s(), 1, OutputMode::Count, 4ull << 30, fake_scratch());
+  EXPECT_TRUE(in_core.fits && !in_core.streamed) << in_core.reason;
+  // S the smaller: S resident, R streams.
+  const CopartPlan flipped = plan_copart(rel.s(), rel.r(), 1, OutputMode::Count, bytes, fake_scratch());
+  ASSERT_TRUE(flipped.fits && flipped.streamed) << flipped.reason;
+  EXPECT_EQ(flipped.probe, Side::R);
+  EXPECT_NE(flipped.reason.find("S resident"), std::string::npos) << flipped.reason;
+}
+
+TEST(PlanStreamed, SeveralGpusLandAWholeRoundAndCarryPayloads) {
+  TwoRelations rel(2'000'000, 30'000'000);
+  const std::uint64_t bytes = 512ull << 20;
+  const CopartPlan p = plan_copart(rel.r(), rel.s(), 2, OutputMode::Materialize, bytes, fake_scratch(), PayloadFlow::Auto);
+  ASSERT_TRUE(p.fits && p.streamed) << p.reason;
+  EXPECT_FALSE(p.late);  // a stream carries its payloads
+  EXPECT_EQ(p.sorted_payload_bytes(Side::S), 8);
+  // The bound no sample can break: every tuple of a round, with its hot-key copies, on one GPU.
+  EXPECT_EQ(p.landing_rows, p.chunk_rows * 2 * p.sizes.max_copies[1]);
+  for (const GpuBudget& b : p.budget) {
+    EXPECT_GT(b.held, 0u);    // the chunk slots
+    EXPECT_GT(b.output, 0u);  // landings, match arrays, windows
+    EXPECT_LE(b.peak(), bytes);
+  }
+  // Late payloads asked for cannot stream: the paper flow, and the reason says so.
+  const CopartPlan late = plan_copart(rel.r(), rel.s(), 2, OutputMode::Materialize, bytes, fake_scratch(), PayloadFlow::Late);
+  EXPECT_FALSE(late.fits);
+  EXPECT_NE(late.reason.find("paper flow"), std::string::npos) << late.reason;
+}
+
+TEST(PlanStreamed, LessMemoryMeansMoreRunsOrSmallerChunksAndAlwaysFits) {
+  TwoRelations rel(8'000'000, 40'000'000);
+  int last_runs = 0;
+  std::int64_t last_chunk = std::numeric_limits<std::int64_t>::max();
+  bool some_fit = false, some_refused = false;
+  for (std::uint64_t mib = 1024; mib >= 96; mib -= 16) {
+    const CopartPlan p = plan_copart(rel.r(), rel.s(), 1, OutputMode::Count, mib << 20, fake_scratch());
+    if (!p.fits) {
+      some_refused = true;
+      EXPECT_NE(p.reason.find("paper flow"), std::string::npos) << p.reason;
+      EXPECT_NE(p.reason.find("not streamed either"), std::string::npos) << p.reason;
+      continue;
+    }
+    EXPECT_LE(peak(p), mib << 20) << p.reason;
+    if (!p.streamed) continue;
+    some_fit = true;
+    // Shrinking memory never buys bigger chunks and fewer runs at once.
+    EXPECT_TRUE(p.chunk_rows < last_chunk || (p.chunk_rows == last_chunk && p.resident_runs >= last_runs)) << p.reason;
+    last_runs = p.resident_runs;
+    last_chunk = p.chunk_rows;
+  }
+  EXPECT_TRUE(some_fit);
+  EXPECT_TRUE(some_refused);
+  EXPECT_GT(last_runs, 1);  // at the tightest streamed fit, X is sorted in several runs
+}
+
+TEST(PlanStreamed, ForcedShapeRecomputesTheBudget) {
+  TwoRelations rel(100'000, 1'000'000);
+  CopartPlan p = plan_copart(rel.r(), rel.s(), 2, OutputMode::Materialize, 8ull << 30, fake_scratch());
+  ASSERT_TRUE(p.fits && !p.streamed) << p.reason;
+  force_streamed(p, rel.r(), rel.s(), 4096, 3, OutputMode::Materialize, fake_scratch());
+  EXPECT_TRUE(p.fits && p.streamed) << p.reason;
+  EXPECT_EQ(p.chunk_rows, 4096);
+  EXPECT_EQ(p.resident_runs, 3);
+  EXPECT_EQ(p.landing_rows, 4096 * 2 * p.sizes.max_copies[1]);
+  EXPECT_NE(p.reason.find("forced"), std::string::npos) << p.reason;
+}
+
 }  // namespace
 }  // namespace mgjoin::copart

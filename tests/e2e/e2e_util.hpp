@@ -32,6 +32,23 @@ inline Relation copy_of(const Relation& rel) {
 }
 
 /// Key `i` of a column as raw bits: equal bits <=> equal keys for one key type.
+/// A relation with the given keys; payload i = i + offset (so that every output row names its rows),
+/// of `payload_bytes` (0: key only).
+template <class Key>
+Relation relation_of(const std::vector<Key>& keys, int payload_bytes, std::uint64_t offset) {
+  const auto n = static_cast<std::int64_t>(keys.size());
+  Relation rel{HostColumn::allocate(dtype_of<Key>(), n), std::nullopt};
+  if (n) std::memcpy(rel.key.data(), keys.data(), keys.size() * sizeof(Key));
+  if (payload_bytes) {
+    rel.payload = HostColumn::allocate(payload_bytes == 4 ? DType::UInt32 : DType::UInt64, n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t v = static_cast<std::uint64_t>(i) + offset;
+      std::memcpy(static_cast<char*>(rel.payload->data()) + i * payload_bytes, &v, payload_bytes);
+    }
+  }
+  return rel;
+}
+
 inline std::uint64_t key_bits(const HostColumn& c, std::int64_t i) {
   return word_at(c.data(), dtype_size(c.type()), static_cast<std::size_t>(i));
 }

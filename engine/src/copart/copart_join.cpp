@@ -5,6 +5,10 @@
 // output. Two chunk slots per GPU: chunk t + 1 arrives while chunk t is partitioned and chunk t - 1's
 // partitions are on NVLink. One host thread drives every GPU; it blocks only to read a chunk's
 // segment sizes, which it needs to address the copies and to check them against the plan's bounds.
+//
+// Streamed (copart_join.hpp): X arrives and is sorted run by run as above; then each round of Y lands
+// in one of two landings per GPU (t % 2), so round t + 1's chunks cross PCIe and NVLink while round t
+// is sorted, joined against X's runs and (materialize) written out.
 #include "engine/src/copart/copart_join.hpp"
 
 #include "alloc/stack_buffer.hpp"
@@ -22,7 +26,9 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
+#include <utility>
 
 namespace mgjoin::copart {
 namespace {
@@ -79,6 +85,46 @@ struct Slot {
   bool sent_recorded = false;
 };
 
+struct ByteCopy {
+  std::byte* to;
+  const std::byte* from;
+  std::size_t bytes;
+};
+
+/// Copies with all OpenMP threads in 2 MiB blocks: the result columns are fresh memory, and a window's
+/// copy is bound by the first touch of its pages, which only many threads make fast. Streaming stores:
+/// the result is far larger than the caches, and plain stores would read every line first.
+void copy_in_blocks(std::span<const ByteCopy> copies) {
+  constexpr std::size_t kBlock = 2u << 20;
+  std::vector<ByteCopy> blocks;
+  for (const ByteCopy& c : copies)
+    for (std::size_t at = 0; c.to && at < c.bytes; at += kBlock)
+      blocks.push_back({c.to + at, c.from + at, std::min(kBlock, c.bytes - at)});
+#pragma omp parallel
+  {
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t i = 0; i < blocks.size(); ++i)  // columns are of 4- or 8-byte words
+      host_merge::detail::copy_output(reinterpret_cast<std::uint32_t*>(blocks[i].to),
+                                      reinterpret_cast<const std::uint32_t*>(blocks[i].from),
+                                      static_cast<std::int64_t>(blocks[i].bytes / 4));
+    host_merge::detail::finish_output();
+  }
+}
+
+/// Per GPU: its probe side's match arrays and their scan.
+struct OutputArrays {
+  DeviceBuffer matches, first_match, offsets, scan_temp;
+  MatchArrays view() const {
+    return {reinterpret_cast<std::uint64_t*>(matches.data()), reinterpret_cast<std::uint64_t*>(first_match.data())};
+  }
+};
+
+/// Rows [first, first + rows) of a sorted partition (a run of it, or all of it).
+struct SortedRows {
+  const Partition* p = nullptr;
+  std::int64_t first = 0, rows = 0;
+};
+
 struct Gpu {
   int device = 0;
   alloc::DeviceStackAllocator* memory = nullptr;
@@ -93,6 +139,79 @@ struct Gpu {
   DeviceBuffer alt_keys, alt_payload, sort_temp;
   std::array<Slot, 2> slots;
   gpu::Event tail_begin, sorted, joined;
+  // Streamed: round t of Y lands in landing[t % 2]; `consumed` is recorded on `work` once the round's
+  // joins and output windows have read it, `landed` (one GPU) once its H2D is done.
+  std::array<Partition, 2> landing;
+  std::array<gpu::Event, 2> consumed, landed;
+  std::array<bool, 2> consumed_recorded{};
+  DeviceBuffer landing_alt_keys, landing_alt_payload, landing_temp;
+  OutputArrays out;
+};
+
+/// The streamed variant's result columns. Their length is known only once the last round is joined:
+/// they are taken when the first rows come, pinned (the GPUs' windows go straight into them, and the
+/// pinned cache serves the next join), as long as the rows so far extrapolated to the whole stream plus
+/// a margin, and grown (copying what is written) when that falls short; truncated at the end.
+class StreamOutput {
+ public:
+  StreamOutput(const RelationView& r, const RelationView& s, const CopartPlan& plan, JoinResult& result)
+      : result_(result), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
+        present_{true, plan.r.payload_bytes > 0, plan.s.payload_bytes > 0},
+        row_bytes_(static_cast<std::uint64_t>(plan.r.key_bytes) + plan.r.payload_bytes + plan.s.payload_bytes) {}
+
+  /// Output rows [base, base + rows) for one part of the output, `streamed` (0, 1] of the stream having
+  /// arrived; returns base. Not thread-safe: called between writers.
+  /// @throw OutOfMemory when host memory cannot hold the rows (checked before they are taken).
+  std::uint64_t reserve(std::uint64_t rows, double streamed) {
+    CheckedSum end{next_};
+    end.add(rows);
+    if (end.overflowed) detail::throw_output_overflow("the streamed rounds");
+    if (end.value > capacity_) {
+      const double guess = static_cast<double>(end.value) / std::max(streamed, 1e-9) * 1.05 + 1024;
+      const auto wanted = std::max({end.value, capacity_ + capacity_ / 2,
+                                    static_cast<std::uint64_t>(std::min(guess, 1.8e19))});
+      // The pinned cache may hold blocks of a previous join's output: taking from it needs no new
+      // memory, so the guess is tried first and the exact need (checked, or refused) after it.
+      try {
+        take(wanted);
+      } catch (const OutOfMemory&) {
+        take(end.value);
+      }
+    }
+    return std::exchange(next_, end.value);
+  }
+
+  /// Cuts the columns to the rows written.
+  void finish() {
+    if (capacity_ == 0) take(0);
+    for (HostColumn* c : columns())
+      if (c->size()) c->truncate(static_cast<std::int64_t>(next_));
+    result_.count = next_;
+  }
+
+ private:
+  std::array<HostColumn*, 3> columns() { return {&result_.key, &result_.r_payload, &result_.s_payload}; }
+
+  /// New columns of `rows` rows holding the rows written so far.
+  void take(std::uint64_t rows) {
+    const std::int64_t n = detail::output_rows(rows, row_bytes_);
+    std::vector<ByteCopy> copies;
+    std::array<HostColumn, 3> fresh;
+    for (int c = 0; c < 3; ++c) {
+      if (!present_[c]) continue;
+      fresh[c] = HostColumn::allocate(types_[c], n, MemoryKind::Pinned);
+      copies.push_back({fresh[c].as<std::byte>(), columns()[c]->as<std::byte>(), next_ * dtype_size(types_[c])});
+    }
+    if (next_) copy_in_blocks(copies);
+    for (int c = 0; c < 3; ++c) *columns()[c] = std::move(fresh[c]);
+    capacity_ = rows;
+  }
+
+  JoinResult& result_;
+  std::array<DType, 3> types_;
+  std::array<bool, 3> present_;
+  std::uint64_t row_bytes_;
+  std::uint64_t capacity_ = 0, next_ = 0;
 };
 
 class Flow {
@@ -151,9 +270,10 @@ class Flow {
       Partition& p = gpu.partition[static_cast<int>(side)];
       if (!p.positions.empty())
         fill_positions(reinterpret_cast<std::uint32_t*>(p.positions.data()), static_cast<std::uint64_t>(p.rows), gpu.work);
-      if (side == Side::S) gpu.tail_begin.record(gpu.work);
+      const bool timed = side == Side::S && !plan_.streamed;  // the in-core tail begins with S's sort
+      if (timed) gpu.tail_begin.record(gpu.work);
       sort_partition(gpu, side);
-      if (side == Side::S) gpu.sorted.record(gpu.work);
+      if (timed) gpu.sorted.record(gpu.work);
     }
   }
 
@@ -194,7 +314,7 @@ class Flow {
       Gpu& gpu = gpus_[d];
       gpu::DeviceGuard guard(gpu.device);
       MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
-      resident_join(pair(gpu), reinterpret_cast<mgjoin::detail::TupleCounter*>(gpu.counter.data()),
+      resident_join(pair_of(whole(gpu, x_side()), whole(gpu, plan_.probe)), counter(gpu),
                     arrays.empty() ? MatchArrays{} : arrays[d], gpu.work);
       gpu.joined.record(gpu.work);
     }
@@ -207,6 +327,13 @@ class Flow {
 
   /// Materializes the output into result columns (key order: GPU by GPU, each in probe-row order).
   void materialize(JoinResult& result, PhaseStat& stat);
+
+  /// Streamed: once X is sorted, gives its sort buffers back and takes the landings of Y, their sort
+  /// buffers and (materialize) the match arrays. Expects wait_transfer() first.
+  void begin_stream(OutputMode output);
+  /// Streamed: brings Y through round by round, joins each round against every run of X and counts
+  /// or writes the output (result.count, and the columns for Materialize).
+  void stream(OutputMode output, JoinResult& result);
 
   /// Late payloads: from the start of S's sort until the last payload arrived, on the slowest GPU.
   double late_payload_seconds() const {
@@ -247,6 +374,10 @@ class Flow {
     gpu.sorted = gpu::Event(gpu.device);
     gpu.joined = gpu::Event(gpu.device);
     for (auto& e : gpu.payloads_in) e = gpu::Event(gpu.device);
+    if (plan_.streamed) {
+      make_streamed_gpu(gpu, d);
+      return gpu;
+    }
     const Widths* widths[2] = {&plan_.r, &plan_.s};
     for (int side = 0; side < 2; ++side) {
       Partition& p = gpu.partition[side];
@@ -270,11 +401,28 @@ class Flow {
     return gpu;
   }
 
+  /// Streamed: X's partition and, on top (freed once X is sorted), the sort buffers of one run.
+  void make_streamed_gpu(Gpu& gpu, int d) {
+    Partition& p = gpu.partition[static_cast<int>(x_side())];
+    p.capacity = plan_.sizes.bound[static_cast<int>(x_side())][d];
+    make_partition_buffers(gpu, p, widths(x_side()));
+    gpu.counter = DeviceBuffer(*gpu.memory, sizeof(mgjoin::detail::TupleCounter));
+    if (g_ > 1)
+      for (auto& slot : gpu.slots) make_slot(gpu, slot);
+    make_sort_buffers(gpu);
+  }
+
+  void make_partition_buffers(Gpu& gpu, Partition& p, const Widths& w) {
+    p.keys = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * w.key_bytes));
+    if (w.payload_bytes) p.payload = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * w.payload_bytes));
+  }
+
   void make_sort_buffers(Gpu& gpu) {
     std::size_t keys = 1, payload = 0, temp = 1;
     const Widths* widths[2] = {&plan_.r, &plan_.s};
     for (int side = 0; side < 2; ++side) {
-      const std::int64_t rows = gpu.partition[side].capacity;
+      if (plan_.streamed && side != static_cast<int>(x_side())) continue;
+      const std::int64_t rows = run_capacity(gpu.partition[side].capacity);
       keys = std::max<std::size_t>(keys, rows * widths[side]->key_bytes);
       payload = std::max<std::size_t>(payload, rows * plan_.sorted_payload_bytes(static_cast<Side>(side)));
       temp = std::max(temp, sort::local_sort_temp_bytes(layout(static_cast<Side>(side)), rows));
@@ -472,7 +620,7 @@ class Flow {
       for (int d = 0; d < g_; ++d) {
         const auto rows = static_cast<std::int64_t>(seg[d + 1] - seg[d]);
         if (rows == 0) continue;
-        Partition& p = gpus_[d].partition[static_cast<int>(side)];
+        Partition& p = destination(d, side);
         if (p.rows + rows > p.capacity)
           throw PlanMissed(std::string("partition ") + std::to_string(d) + " of " + (side == Side::R ? "R" : "S") +
                            " outgrew the " + std::to_string(p.capacity) + " rows its sample planned");
@@ -552,23 +700,82 @@ class Flow {
                 gpu.partition[static_cast<int>(side)].rows, key_xor_, gpu.work);
   }
 
+  /// Sorts a partition; the streamed variant's X in plan_.resident_runs runs (one run's sort buffers).
   void sort_partition(Gpu& gpu, Side side) {
     Partition& p = gpu.partition[static_cast<int>(side)];
-    const sort::TupleLayout l = layout(side);
-    void* payload = l.payload_bytes == 0 ? nullptr : plan_.late ? p.positions.data() : p.payload.data();
-    void* alt_payload = l.payload_bytes ? gpu.alt_payload.data() : nullptr;
-    const sort::SortedIn where = sort::local_sort(l, p.keys.data(), gpu.alt_keys.data(), payload, alt_payload, p.rows,
-                                                  0, l.key_bytes * 8, gpu.sort_temp.data(), gpu.sort_temp.size(), gpu.work);
-    if (where == sort::SortedIn::Alternate)
-      sort::copy_tuples(l, p.keys.data(), payload, gpu.alt_keys.data(), alt_payload, p.rows, gpu.work);
+    for (int i = 0; i < runs(); ++i) {
+      const SortedRows run = run_of(p, i);
+      sort_rows(gpu, side, p, run.first, run.rows, gpu.alt_keys, gpu.alt_payload, gpu.sort_temp);
+    }
   }
 
-  ResidentPair pair(const Gpu& gpu) const {
-    const Side x = plan_.probe == Side::S ? Side::R : Side::S;
-    const Partition& px = gpu.partition[static_cast<int>(x)];
-    const Partition& py = gpu.partition[static_cast<int>(plan_.probe)];
-    return {plan_.r.key_bytes, px.keys.data(), static_cast<std::uint64_t>(px.rows), py.keys.data(),
-            static_cast<std::uint64_t>(py.rows)};
+  /// Sorts rows [first, first + rows) of `p` (keys with their payloads or positions) on the work stream.
+  void sort_rows(Gpu& gpu, Side side, Partition& p, std::int64_t first, std::int64_t rows, DeviceBuffer& alt_keys,
+                 DeviceBuffer& alt_payload, DeviceBuffer& temp) {
+    if (rows == 0) return;
+    const sort::TupleLayout l = layout(side);
+    std::byte* keys = at(p.keys, first, l.key_bytes);
+    std::byte* payload = l.payload_bytes == 0 ? nullptr : at(plan_.late ? p.positions : p.payload, first, l.payload_bytes);
+    void* alt = l.payload_bytes ? alt_payload.data() : nullptr;
+    const sort::SortedIn where = sort::local_sort(l, keys, alt_keys.data(), payload, alt, rows, 0, l.key_bytes * 8,
+                                                  temp.data(), temp.size(), gpu.work);
+    if (where == sort::SortedIn::Alternate) sort::copy_tuples(l, keys, payload, alt_keys.data(), alt, rows, gpu.work);
+  }
+
+  int runs() const { return plan_.streamed ? plan_.resident_runs : 1; }
+  /// Rows of a partition of `capacity` rows that one run holds at most.
+  std::int64_t run_capacity(std::int64_t capacity) const { return (capacity + runs() - 1) / runs(); }
+  SortedRows run_of(const Partition& p, int i) const {
+    const std::int64_t per = run_capacity(p.rows);
+    const std::int64_t first = std::min(p.rows, i * per);
+    return {&p, first, std::min(per, p.rows - first)};
+  }
+  static SortedRows whole(const Gpu& gpu, Side side) {
+    const Partition& p = gpu.partition[static_cast<int>(side)];
+    return {&p, 0, p.rows};
+  }
+  /// X: the build side of the resident joins (the side whose order the output does not follow).
+  Side x_side() const { return plan_.probe == Side::S ? Side::R : Side::S; }
+
+  ResidentPair pair_of(const SortedRows& x, const SortedRows& y) const {
+    const int kb = plan_.r.key_bytes;
+    return {kb, at(x.p->keys, x.first, kb), static_cast<std::uint64_t>(x.rows), at(y.p->keys, y.first, kb),
+            static_cast<std::uint64_t>(y.rows)};
+  }
+
+  static mgjoin::detail::TupleCounter* counter(Gpu& gpu) {
+    return reinterpret_cast<mgjoin::detail::TupleCounter*>(gpu.counter.data());
+  }
+
+  /// Match arrays and their scan for up to `ny` probe rows.
+  static OutputArrays make_output_arrays(Gpu& gpu, std::uint64_t ny) {
+    gpu::DeviceGuard guard(gpu.device);
+    OutputArrays a;
+    a.matches = DeviceBuffer(*gpu.memory, (ny + 1) * sizeof(std::uint64_t));
+    a.first_match = DeviceBuffer(*gpu.memory, std::max<std::uint64_t>(1, ny) * sizeof(std::uint64_t));
+    a.offsets = DeviceBuffer(*gpu.memory, (ny + 1) * sizeof(std::uint64_t));
+    a.scan_temp = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, scan_scratch_bytes(ny + 1)));
+    return a;
+  }
+
+  /// Runs fn(d) for every GPU d, one host thread each when there are several (each blocks on its own
+  /// GPU's copies out); rethrows the first error once all are done.
+  template <class Fn>
+  void on_every_gpu(Fn&& fn) {
+    if (g_ == 1) return fn(0);
+    std::vector<std::thread> threads;
+    std::vector<std::exception_ptr> errors(g_);
+    for (int d = 0; d < g_; ++d)
+      threads.emplace_back([&, d] {
+        try {
+          fn(d);
+        } catch (...) {
+          errors[d] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
   }
 
   mgjoin::detail::TupleCounter read_counter(Gpu& gpu) {
@@ -579,9 +786,29 @@ class Flow {
     return counter;
   }
 
-  void write_windows(Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets, std::uint64_t base,
-                     std::uint64_t total, JoinResult& result);
-  OutputWindowArgs window_args(const Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets) const;
+  void write_windows(Gpu& gpu, const OutputWindowArgs& common, std::uint64_t base, std::uint64_t total,
+                     JoinResult& result);
+  OutputWindowArgs window_args(const SortedRows& x, const SortedRows& y, const OutputArrays& arrays) const;
+
+  // Streamed rounds (definitions below the class).
+  Partition& destination(int d, Side side) {
+    Gpu& gpu = gpus_[d];
+    return plan_.streamed && side == plan_.probe ? gpu.landing[landing_turn_] : gpu.partition[static_cast<int>(side)];
+  }
+  int bring_round(std::int64_t t);
+  void land_round(int slot, std::int64_t t);
+  void sort_landing(Gpu& gpu, int lb);
+  void count_round(int lb);
+  /// `before` and `after`: the share of Y that had arrived before this round and after it.
+  void output_round(int lb, StreamOutput& out, JoinResult& result, double before, double after);
+  void consumed(Gpu& gpu, int lb) {
+    gpu.consumed[lb].record(gpu.work);
+    gpu.consumed_recorded[lb] = true;
+  }
+  /// `stream` waits until landing lb's previous round has been joined and written out.
+  static void wait_consumed(Gpu& gpu, int lb, cudaStream_t stream) {
+    if (gpu.consumed_recorded[lb]) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(stream, gpu.consumed[lb], 0));
+  }
 
   std::array<RelationView, 2> rel_;
   const CopartPlan& plan_;
@@ -591,39 +818,9 @@ class Flow {
   std::vector<Gpu> gpus_;
   std::vector<cudaStream_t> lanes_;  ///< [dst * g + src]
   int turn_ = 0;
+  int landing_turn_ = 0;  ///< streamed: the landing the exchange fills now
   std::array<std::vector<Round>, 2> rounds_;  ///< the key pass, per side (g > 1)
   std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0;
-};
-
-struct ByteCopy {
-  std::byte* to;
-  const std::byte* from;
-  std::size_t bytes;
-};
-
-/// Copies with all OpenMP threads in 2 MiB blocks: the result columns are fresh memory, and a window's
-/// copy is bound by the first touch of its pages, which only many threads make fast. Streaming stores:
-/// the result is far larger than the caches, and plain stores would read every line first.
-void copy_in_blocks(std::span<const ByteCopy> copies) {
-  constexpr std::size_t kBlock = 2u << 20;
-  std::vector<ByteCopy> blocks;
-  for (const ByteCopy& c : copies)
-    for (std::size_t at = 0; c.to && at < c.bytes; at += kBlock)
-      blocks.push_back({c.to + at, c.from + at, std::min(kBlock, c.bytes - at)});
-#pragma omp parallel
-  {
-#pragma omp for schedule(dynamic, 1)
-    for (std::size_t i = 0; i < blocks.size(); ++i)  // columns are of 4- or 8-byte words
-      host_merge::detail::copy_output(reinterpret_cast<std::uint32_t*>(blocks[i].to),
-                                      reinterpret_cast<const std::uint32_t*>(blocks[i].from),
-                                      static_cast<std::int64_t>(blocks[i].bytes / 4));
-    host_merge::detail::finish_output();
-  }
-}
-
-/// Per GPU: its probe side's match arrays and their scan.
-struct OutputArrays {
-  DeviceBuffer matches, first_match, offsets, scan_temp;
 };
 
 void Flow::materialize(JoinResult& result, PhaseStat& stat) {
@@ -631,15 +828,8 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   std::vector<OutputArrays> arrays(g_);
   std::vector<MatchArrays> views(g_);
   for (int d = 0; d < g_; ++d) {
-    Gpu& gpu = gpus_[d];
-    gpu::DeviceGuard guard(gpu.device);
-    const auto ny = static_cast<std::uint64_t>(gpu.partition[static_cast<int>(plan_.probe)].rows);
-    OutputArrays& a = arrays[d];
-    a.matches = DeviceBuffer(*gpu.memory, (ny + 1) * sizeof(std::uint64_t));
-    a.first_match = DeviceBuffer(*gpu.memory, std::max<std::uint64_t>(1, ny) * sizeof(std::uint64_t));
-    a.offsets = DeviceBuffer(*gpu.memory, (ny + 1) * sizeof(std::uint64_t));
-    a.scan_temp = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, scan_scratch_bytes(ny + 1)));
-    views[d] = {reinterpret_cast<std::uint64_t*>(a.matches.data()), reinterpret_cast<std::uint64_t*>(a.first_match.data())};
+    arrays[d] = make_output_arrays(gpus_[d], static_cast<std::uint64_t>(whole(gpus_[d], plan_.probe).rows));
+    views[d] = arrays[d].view();
   }
   const Counts counts = join(views);
   std::vector<std::uint64_t> bases(g_);
@@ -665,42 +855,207 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   result.key = HostColumn::allocate(r.key.type, rows, MemoryKind::Pinned);
   if (plan_.r.payload_bytes) result.r_payload = HostColumn::allocate(r.payload->type, rows, MemoryKind::Pinned);
   if (plan_.s.payload_bytes) result.s_payload = HostColumn::allocate(s.payload->type, rows, MemoryKind::Pinned);
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(g_);
-  for (int d = 0; d < g_; ++d)
-    threads.emplace_back([&, d] {
-      try {
-        write_windows(gpus_[d], views[d], reinterpret_cast<const std::uint64_t*>(arrays[d].offsets.data()), bases[d],
-                      counts.per_gpu[d], result);
-      } catch (...) {
-        errors[d] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  on_every_gpu([&](int d) {
+    const OutputWindowArgs common = window_args(whole(gpus_[d], x_side()), whole(gpus_[d], plan_.probe), arrays[d]);
+    write_windows(gpus_[d], common, bases[d], counts.per_gpu[d], result);
+  });
   stat.seconds = seconds_since(t0);
   stat.bytes_pcie = result.key.bytes() + result.r_payload.bytes() + result.s_payload.bytes();
 }
 
-OutputWindowArgs Flow::window_args(const Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets) const {
-  const Side x = plan_.probe == Side::S ? Side::R : Side::S;
-  const Partition& px = gpu.partition[static_cast<int>(x)];
-  const Partition& py = gpu.partition[static_cast<int>(plan_.probe)];
-  const auto positions = [](const Partition& p) {
-    return p.positions.empty() ? nullptr : reinterpret_cast<const std::uint32_t*>(p.positions.data());
+void Flow::begin_stream(OutputMode output) {
+  const sort::TupleLayout l = layout(plan_.probe);
+  for (auto& gpu : gpus_) {
+    gpu::DeviceGuard guard(gpu.device);
+    gpu.work.synchronize();
+    gpu.sort_temp.release();
+    gpu.alt_payload.release();
+    gpu.alt_keys.release();
+    for (int lb = 0; lb < 2; ++lb) {
+      gpu.landing[lb].capacity = plan_.landing_rows;
+      make_partition_buffers(gpu, gpu.landing[lb], widths(plan_.probe));
+      gpu.consumed[lb] = gpu::Event(gpu.device, false);
+      gpu.landed[lb] = gpu::Event(gpu.device, false);
+    }
+    gpu.landing_alt_keys = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, plan_.landing_rows * l.key_bytes));
+    if (l.payload_bytes) gpu.landing_alt_payload = DeviceBuffer(*gpu.memory, plan_.landing_rows * l.payload_bytes);
+    gpu.landing_temp = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, sort::local_sort_temp_bytes(l, plan_.landing_rows)));
+    if (output == OutputMode::Materialize) gpu.out = make_output_arrays(gpu, static_cast<std::uint64_t>(plan_.landing_rows));
+    MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
+  }
+}
+
+void Flow::stream(OutputMode output, JoinResult& result) {
+  const std::int64_t n = relation(plan_.probe).size();
+  const std::int64_t per_round = plan_.chunk_rows * g_;
+  const std::int64_t rounds = (n + per_round - 1) / per_round;
+  std::optional<StreamOutput> out;
+  if (output == OutputMode::Materialize) out.emplace(relation(Side::R), relation(Side::S), plan_, result);
+  // Round t's chunks are issued before round t - 1 is joined, so that they cross while it is.
+  int pending_slot = -1;
+  for (std::int64_t t = 0; t <= rounds; ++t) {
+    mgjoin::detail::throw_if_cancelled();
+    const int slot = t < rounds ? bring_round(t) : -1;
+    if (t > 0) {
+      const int lb = static_cast<int>((t - 1) % 2);
+      if (g_ > 1) land_round(pending_slot, t - 1);
+      if (out)
+        output_round(lb, *out, result, static_cast<double>((t - 1) * per_round) / static_cast<double>(n),
+                     static_cast<double>(std::min(n, t * per_round)) / static_cast<double>(n));
+      else
+        count_round(lb);
+    }
+    pending_slot = slot;
+  }
+  if (out) {
+    out->finish();
+    return;
+  }
+  std::vector<mgjoin::detail::TupleCounter> counters;
+  for (auto& gpu : gpus_) counters.push_back(read_counter(gpu));
+  result.count = mgjoin::detail::total_tuples(counters, {});
+}
+
+/// One GPU: round t's chunk goes straight into landing t % 2. Several: each GPU's chunk goes into a slot
+/// and is partitioned there (land_round sends it on). Returns the slot.
+int Flow::bring_round(std::int64_t t) {
+  const Side y = plan_.probe;
+  const std::int64_t n = relation(y).size();
+  if (g_ == 1) {
+    Gpu& gpu = gpus_[0];
+    const int lb = static_cast<int>(t % 2);
+    Partition& l = gpu.landing[lb];
+    const std::int64_t first = t * plan_.chunk_rows;
+    const std::int64_t rows = std::min(plan_.chunk_rows, n - first);
+    const Widths w = widths(y);
+    gpu::DeviceGuard guard(gpu.device);
+    wait_consumed(gpu, lb, gpu.h2d);
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(l.keys.data(), at(relation(y).key.data, first, w.key_bytes), rows * w.key_bytes,
+                                    cudaMemcpyHostToDevice, gpu.h2d));
+    if (w.payload_bytes)
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(l.payload.data(), at(host_payload(y), first, w.payload_bytes), rows * w.payload_bytes,
+                                      cudaMemcpyHostToDevice, gpu.h2d));
+    gpu.landed[lb].record(gpu.h2d);
+    l.rows = rows;
+    bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
+    return 0;
+  }
+  const int b = turn_++ % 2;
+  rounds_[static_cast<int>(y)].emplace_back();
+  const std::int64_t per_round = plan_.chunk_rows * g_;
+  for (int j = 0; j < g_; ++j) {
+    const std::int64_t first = t * per_round + j * plan_.chunk_rows;
+    start_chunk(gpus_[j], gpus_[j].slots[b], y, first, std::clamp<std::int64_t>(n - first, 0, plan_.chunk_rows));
+  }
+  return b;
+}
+
+/// Several GPUs: sends round t's partitioned chunks (slot `slot`) into the owners' landings t % 2, once
+/// the landing's previous round is consumed; the work streams then wait for the copies.
+void Flow::land_round(int slot, std::int64_t t) {
+  landing_turn_ = static_cast<int>(t % 2);
+  for (auto& gpu : gpus_) {
+    gpu::DeviceGuard guard(gpu.device);
+    gpu.landing[landing_turn_].rows = 0;
+    for (auto& lane : gpu.lanes) wait_consumed(gpu, landing_turn_, lane);
+    wait_consumed(gpu, landing_turn_, gpu.xchg);
+  }
+  exchange(slot, plan_.probe, static_cast<std::size_t>(t));
+  for (auto& gpu : gpus_) {
+    gpu::DeviceGuard guard(gpu.device);
+    std::vector<const gpu::Stream*> inbound{&gpu.xchg};  // not h2d: it carries round t + 1 by now
+    for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
+    for (const gpu::Stream* s : inbound) {
+      gpu::Event arrived(gpu.device, false);
+      arrived.record(*s);
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
+    }
+  }
+}
+
+/// Sorts landing lb on the work stream once it has arrived (one GPU: its keys came unflipped).
+void Flow::sort_landing(Gpu& gpu, int lb) {
+  Partition& l = gpu.landing[lb];
+  if (g_ == 1) {
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, gpu.landed[lb], 0));
+    flip_keys(widths(plan_.probe).key_bytes, l.keys.data(), l.rows, key_xor_, gpu.work);
+  }
+  sort_rows(gpu, plan_.probe, l, 0, l.rows, gpu.landing_alt_keys, gpu.landing_alt_payload, gpu.landing_temp);
+}
+
+void Flow::count_round(int lb) {
+  for (auto& gpu : gpus_) {
+    gpu::DeviceGuard guard(gpu.device);
+    sort_landing(gpu, lb);
+    const SortedRows y{&gpu.landing[lb], 0, gpu.landing[lb].rows};
+    for (int i = 0; i < runs() && y.rows; ++i) {
+      const SortedRows x = run_of(gpu.partition[static_cast<int>(x_side())], i);
+      if (x.rows) resident_join(pair_of(x, y), counter(gpu), {}, gpu.work);
+    }
+    consumed(gpu, lb);
+  }
+}
+
+/// Joins landing lb with X's runs one run at a time: every GPU counts and scans its pair, the host
+/// places each GPU's rows in the output, and every GPU writes them out (one thread each).
+void Flow::output_round(int lb, StreamOutput& out, JoinResult& result, double before, double after) {
+  for (auto& gpu : gpus_) {
+    gpu::DeviceGuard guard(gpu.device);
+    sort_landing(gpu, lb);
+  }
+  for (int i = 0; i < runs(); ++i) {
+    std::vector<SortedRows> xs(g_), ys(g_);
+    std::vector<std::uint64_t> counts(g_, 0), bases(g_, 0);
+    for (int d = 0; d < g_; ++d) {
+      Gpu& gpu = gpus_[d];
+      gpu::DeviceGuard guard(gpu.device);
+      xs[d] = run_of(gpu.partition[static_cast<int>(x_side())], i);
+      ys[d] = {&gpu.landing[lb], 0, gpu.landing[lb].rows};
+      if (xs[d].rows == 0 || ys[d].rows == 0) continue;
+      MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
+      const auto ny = static_cast<std::uint64_t>(ys[d].rows);
+      resident_join(pair_of(xs[d], ys[d]), counter(gpu), gpu.out.view(), gpu.work);
+      exclusive_scan(gpu.out.view().matches, reinterpret_cast<std::uint64_t*>(gpu.out.offsets.data()), ny + 1,
+                     gpu.out.scan_temp.data(), gpu.out.scan_temp.size(), gpu.work);
+    }
+    for (int d = 0; d < g_; ++d) {
+      if (xs[d].rows == 0 || ys[d].rows == 0) continue;
+      const mgjoin::detail::TupleCounter c = read_counter(gpus_[d]);
+      if (c.overflowed) mgjoin::detail::throw_output_overflow("GPU " + std::to_string(gpus_[d].device));
+      counts[d] = c.count;
+      bases[d] = out.reserve(c.count, before + (after - before) * (i + 1) / runs());
+    }
+    on_every_gpu([&](int d) {
+      if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].out), bases[d], counts[d], result);
+    });
+  }
+  for (auto& gpu : gpus_) {
+    gpu::DeviceGuard guard(gpu.device);
+    consumed(gpu, lb);
+  }
+}
+
+OutputWindowArgs Flow::window_args(const SortedRows& x, const SortedRows& y, const OutputArrays& arrays) const {
+  const Side xs = x_side();
+  // Late payloads stay in arrival order: the rows' positions (sorted with the keys) say where each is.
+  const auto positions = [](const SortedRows& rows) {
+    return rows.p->positions.empty() ? nullptr : reinterpret_cast<const std::uint32_t*>(rows.p->positions.data()) + rows.first;
+  };
+  const auto payload = [&](const SortedRows& rows, Side side) -> const void* {
+    const int bytes = widths(side).payload_bytes;
+    return bytes == 0 ? nullptr : plan_.late ? rows.p->payload.data() : at(rows.p->payload, rows.first, bytes);
   };
   OutputWindowArgs a;
-  a.pair = pair(gpu);
-  a.x_payload = widths(x).payload_bytes ? px.payload.data() : nullptr;
-  a.x_payload_bytes = widths(x).payload_bytes;
-  a.x_position = positions(px);
-  a.y_payload = widths(plan_.probe).payload_bytes ? py.payload.data() : nullptr;
+  a.pair = pair_of(x, y);
+  a.x_payload = payload(x, xs);
+  a.x_payload_bytes = widths(xs).payload_bytes;
+  a.x_position = positions(x);
+  a.y_payload = payload(y, plan_.probe);
   a.y_payload_bytes = widths(plan_.probe).payload_bytes;
-  a.y_position = positions(py);
-  a.x_is_r = x == Side::R;
-  a.offsets = offsets;
-  a.first_match = arrays.first_match;
+  a.y_position = positions(y);
+  a.x_is_r = xs == Side::R;
+  a.offsets = reinterpret_cast<const std::uint64_t*>(arrays.offsets.data());
+  a.first_match = arrays.view().first_match;
   a.key_xor = key_xor_;
   a.r_payload_bytes = plan_.r.payload_bytes;
   a.s_payload_bytes = plan_.s.payload_bytes;
@@ -710,8 +1065,8 @@ OutputWindowArgs Flow::window_args(const Gpu& gpu, const MatchArrays& arrays, co
 /// One GPU's output rows [base, base + total) of the result, column by column (key, R's payload, S's
 /// payload), each window by window: the GPU writes window k + 1 while window k crosses PCIe. Late
 /// payloads are still arriving while the key column goes out; a payload column waits for its side's.
-void Flow::write_windows(Gpu& gpu, const MatchArrays& arrays, const std::uint64_t* offsets, std::uint64_t base,
-                         std::uint64_t total, JoinResult& result) {
+void Flow::write_windows(Gpu& gpu, const OutputWindowArgs& common, std::uint64_t base, std::uint64_t total,
+                         JoinResult& result) {
   if (total == 0) return;
   gpu::DeviceGuard guard(gpu.device);
   struct Column {
@@ -736,7 +1091,6 @@ void Flow::write_windows(Gpu& gpu, const MatchArrays& arrays, const std::uint64_
     for (auto& st : staging) st = PinnedBuffer(*gpu.pinned, window_bytes);
   gpu::Event written[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
   gpu::Event copied[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
-  const OutputWindowArgs common = window_args(gpu, arrays, offsets);
   const std::uint64_t jobs = windows * columns.size();
   const auto rows_of = [&](std::uint64_t w) {
     const std::uint64_t o0 = w * window;
@@ -805,11 +1159,34 @@ std::uint64_t pinned_bytes_needed(const CopartPlan& plan, OutputMode output) {
   return small + 2 * (plan.window_rows * widest + 4096);
 }
 
+namespace {
+
+/// The streamed variant: X in and sorted in runs, then Y through in rounds.
+void run_streamed(Flow& flow, const CopartPlan& plan, OutputMode output, JoinResult& result) {
+  const auto t0 = Clock::now();
+  const Side x = plan.probe == Side::S ? Side::R : Side::S;
+  flow.transfer(x);
+  flow.sort_partitions(x);
+  flow.wait_transfer();
+  flow.begin_stream(output);
+  const double resident = seconds_since(t0);
+  const std::uint64_t resident_in = flow.bytes_pcie_in(), resident_nvlink = flow.bytes_nvlink();
+  mgjoin::detail::throw_if_cancelled();
+  const auto t1 = Clock::now();
+  flow.stream(output, result);
+  result.phases.push_back({"copart.resident", resident, resident_in, resident_nvlink});
+  result.phases.push_back({"copart.stream", seconds_since(t1), flow.bytes_pcie_in() - resident_in + result.key.bytes() +
+                           result.r_payload.bytes() + result.s_payload.bytes(), flow.bytes_nvlink() - resident_nvlink});
+}
+
+}  // namespace
+
 void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
                 const CopartContext& context, JoinResult& result) {
   MGJOIN_EXPECTS(output != OutputMode::Ranges, "the co-partitioned flow has no ranges output");
   const auto t0 = Clock::now();
   Flow flow(r, s, plan, context);
+  if (plan.streamed) return run_streamed(flow, plan, output, result);
   flow.transfer(Side::R);
   flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
   mgjoin::detail::throw_if_cancelled();

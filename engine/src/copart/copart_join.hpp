@@ -7,8 +7,17 @@
 //     owner d: R_d sorted while S arrives; S_d sorted after its last chunk ─► merge-path join
 //     count: summed on the host │ materialize: match arrays, scan, output windows ─► D2H ─► result columns
 //
-// plan_copart() decides from sizes alone (CPU-testable): partition plan, buffer sizes and whether it
-// fits; run_copart() executes a plan. The caller's inputs are read, never written.
+// When R and S do not fit together, the smaller relation X can still stay resident (the streamed
+// variant): X is partitioned as above and sorted in runs (a run's sort buffer is all the scratch it
+// needs), then the larger relation Y streams through in rounds: each round's chunks land on their
+// owners (partitioned and sent as X was), are sorted there and joined against every run of X, and
+// their output goes out while the next round arrives. Every input byte still crosses PCIe once.
+//
+//   Y (host) ── round t: chunks H2D ─► partition ─► owner d: landing[t % 2] sorted ─► join with X_d's runs
+//                                                      count: summed on the GPU │ materialize: windows D2H
+//
+// plan_copart() decides from sizes alone (CPU-testable): partition plan, buffer sizes, in core,
+// streamed or neither; run_copart() executes a plan. The caller's inputs are read, never written.
 #include "alloc/stack_allocator.hpp"
 #include "engine/src/copart/copart_kernels.hpp"
 #include "engine/src/copart/splitters.hpp"
@@ -41,7 +50,7 @@ ScratchSizes device_scratch_sizes();
 
 /// Bytes of one GPU's buffers in each step of the flow.
 struct GpuBudget {
-  std::uint64_t partitions = 0;  ///< R_d and S_d
+  std::uint64_t partitions = 0;  ///< R_d and S_d (streamed: X_d)
   std::uint64_t held = 0;        ///< late payloads, g > 1: chunk slots and gather maps, kept to the end
   std::uint64_t transfer = 0;    ///< sort buffer and scratch; chunk slots and partition scratch (g > 1, carried)
   std::uint64_t output = 0;      ///< match arrays, scan scratch and two output windows (materialize)
@@ -58,7 +67,15 @@ struct CopartPlan {
   /// Late payloads, g > 1: per side, rows of each GPU's gather map (0: none)
   std::array<std::uint64_t, 2> map_rows{};
   std::uint64_t window_rows = 0;  ///< output rows per window (materialize)
-  std::vector<GpuBudget> budget;  ///< per GPU
+  /// Streamed (X = the side that is not `probe` stays resident, Y = `probe` streams): X's partition on
+  /// each GPU is sorted in `resident_runs` runs; each round brings chunk_rows of Y to every GPU, and
+  /// at most `landing_rows` land on one GPU (all of a round's tuples, with their hot-key copies: no
+  /// sample can make it overflow once output has begun).
+  bool streamed = false;
+  int resident_runs = 1;
+  std::int64_t landing_rows = 0;
+  std::vector<GpuBudget> budget;  ///< per GPU (streamed: partitions = X's, held = chunk slots,
+                                  ///< transfer = a run's sort, output = the landings, their sort and output)
   std::uint64_t device_bytes = 0;  ///< what each GPU has
   bool fits = false;
   std::string reason;  ///< one line: why it fits or not
@@ -81,6 +98,12 @@ CopartPlan plan_copart(const RelationView& r, const RelationView& s, int gpus, O
 CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
                        const RelationView& s, int gpus, OutputMode output, std::uint64_t device_bytes,
                        const ScratchSizes& scratch, PayloadFlow payloads = PayloadFlow::Auto);
+
+/// Reshapes a plan of plan_copart() for the same relations as the streamed variant with chunks of
+/// `chunk_rows` rows per GPU and `runs` sorted runs of X (fits and reason recomputed): the GPU tests
+/// force many rounds and runs at small sizes.
+void force_streamed(CopartPlan& plan, const RelationView& r, const RelationView& s, std::int64_t chunk_rows, int runs,
+                    OutputMode output, const ScratchSizes& scratch);
 
 /// The real partition sizes outgrew the plan's bounds (the sample misled): nothing was output, the
 /// caller may run another flow.

@@ -17,6 +17,11 @@ constexpr std::int64_t kMaxChunkRows = std::int64_t{1} << 25;
 /// Output rows per window of one column: 8 Mi rows of 8 bytes is 64 MB, ~1.2 ms of D2H (a copy's fixed
 /// cost is ~1% of it).
 constexpr std::uint64_t kWindowRows = std::uint64_t{1} << 23;
+/// Streamed: the largest chunk of Y per GPU per round. Every round rescans X's runs (the merge-path join
+/// reads both sides), so rounds should be few: at 2^27 rows a round of 8-byte keys is 1 GiB per GPU.
+constexpr std::int64_t kMaxStreamChunkRows = std::int64_t{1} << 27;
+/// Streamed: most sort runs per resident partition (each run is one merge-path pass per round).
+constexpr int kMaxResidentRuns = 16;
 /// Room kept on each GPU for counters, segment bounds and allocation alignment.
 constexpr std::uint64_t kSlackBytes = 64ull << 20;
 
@@ -85,6 +90,32 @@ GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, co
   return b;
 }
 
+/// The streamed variant's buffers on GPU d (copart_join.hpp: GpuBudget's fields in that variant).
+GpuBudget streamed_budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, const ScratchSizes& scratch) {
+  GpuBudget b;
+  const int y = static_cast<int>(p.probe), x = 1 - y;
+  const Widths* w[2] = {&p.r, &p.s};
+  const std::uint64_t rows_x = u64(p.sizes.bound[x][d]);
+  const std::uint64_t run_rows = (rows_x + p.resident_runs - 1) / p.resident_runs;
+  b.partitions = rows_x * width(*w[x]) + kSlackBytes;
+  b.transfer = run_rows * width(*w[x]) + scratch.sort(static_cast<std::int64_t>(run_rows), w[x]->key_bytes, w[x]->payload_bytes);
+  if (gpus > 1) {
+    const auto chunk = u64(p.chunk_rows);
+    const std::uint64_t in = chunk * std::max(width(p.r), width(p.s));
+    const std::uint64_t out = chunk * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r),
+                                                              p.sizes.max_copies[1] * width(p.s));
+    b.held = 2 * (in + out + scratch.partition(p.chunk_rows, gpus));
+  }
+  // Two landings (one arriving while the other is joined), the sort's second buffer and scratch.
+  const auto landing = u64(p.landing_rows);
+  b.output = 3 * landing * width(*w[y]) + scratch.sort(p.landing_rows, w[y]->key_bytes, w[y]->payload_bytes);
+  if (output == OutputMode::Materialize) {
+    const std::uint64_t widest = std::max({p.r.key_bytes, p.r.payload_bytes, p.s.payload_bytes});
+    b.output += 3 * (landing + 1) * 8 + scratch.scan(landing + 1) + 2 * p.window_rows * widest;
+  }
+  return b;
+}
+
 /// Sizes every GPU's buffers for the plan; returns the GPU that needs the most.
 int size_buffers(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMode output, const ScratchSizes& scratch) {
   for (int side = 0; side < 2; ++side) {
@@ -94,10 +125,52 @@ int size_buffers(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMode
   p.budget.clear();
   int tightest = 0;
   for (int d = 0; d < gpus; ++d) {
-    p.budget.push_back(budget_for(p, d, gpus, output, scratch));
+    p.budget.push_back(p.streamed ? streamed_budget_for(p, d, gpus, output, scratch) : budget_for(p, d, gpus, output, scratch));
     if (p.budget.back().peak() > p.budget[tightest].peak()) tightest = d;
   }
   return tightest;
+}
+
+std::string budget_text(const GpuBudget& b, int gpu, int gpus, std::uint64_t device_bytes, bool streamed) {
+  const char* names[4] = {"partitions", "held", "transfer", "output"};
+  if (streamed) names[0] = "resident", names[1] = "chunk slots", names[2] = "run sort", names[3] = "stream";
+  return "GPU " + std::to_string(gpu) + " of " + std::to_string(gpus) + " needs " + gib(b.peak()) + " (" + names[0] + " " +
+         gib(b.partitions) + ", " + names[1] + " " + gib(b.held) + ", " + names[2] + " " + gib(b.transfer) + ", " +
+         names[3] + " " + gib(b.output) + ") of its " + gib(device_bytes);
+}
+
+/// The streamed variant for a plan that is not in core: the smaller relation resident, the larger one
+/// streamed with the largest chunks (fewest rescans of the resident runs) and fewest runs that fit.
+/// Payloads are carried (late payloads would replay a stream). Leaves `p` streamed, fitting or not.
+/// Shapes `p` as the streamed variant with the given chunk and run count; returns the tightest GPU.
+int shape_streamed(CopartPlan& p, std::int64_t chunk, int runs, const std::int64_t (&n)[2], OutputMode output,
+                   const ScratchSizes& scratch) {
+  const int gpus = p.partitions.gpus;
+  p.streamed = true;
+  p.late = false;
+  p.map_rows = {};
+  p.probe = n[0] <= n[1] ? Side::S : Side::R;  // the larger relation streams
+  p.chunk_rows = chunk;
+  p.resident_runs = runs;
+  p.landing_rows = chunk * (gpus > 1 ? gpus * p.sizes.max_copies[static_cast<int>(p.probe)] : 1);
+  const int tightest = size_buffers(p, gpus, n, output, scratch);
+  p.fits = p.budget[tightest].peak() <= p.device_bytes;
+  return tightest;
+}
+
+void plan_streamed(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMode output, const ScratchSizes& scratch) {
+  const std::int64_t larger = std::max(n[0], n[1]);
+  const std::int64_t wanted = (larger + gpus * kRoundsWanted - 1) / (gpus * kRoundsWanted);
+  int tightest = 0;
+  for (std::int64_t chunk = std::clamp(wanted, kMinChunkRows, kMaxStreamChunkRows);; chunk = std::max(chunk / 2, kMinChunkRows)) {
+    for (int runs = 1; runs <= kMaxResidentRuns && !p.fits; runs *= 2)
+      tightest = shape_streamed(p, chunk, runs, n, output, scratch);
+    if (p.fits || chunk == kMinChunkRows) break;
+  }
+  const char* x_name = p.probe == Side::S ? "R" : "S";
+  p.reason += std::string(p.fits ? "; co-partitioned, streamed: " : "; not streamed either: ") + x_name + " resident in " +
+              std::to_string(p.resident_runs) + " sorted run(s), " + (p.probe == Side::S ? "S" : "R") + " in chunks of " +
+              std::to_string(p.chunk_rows) + " rows per GPU, " + budget_text(p.budget[tightest], tightest, gpus, p.device_bytes, true);
 }
 
 }  // namespace
@@ -143,15 +216,23 @@ CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, con
     tightest = size_buffers(p, gpus, n, output, scratch);
     p.fits = p.budget[tightest].peak() <= device_bytes;
   }
-  const GpuBudget& b = p.budget[tightest];
   const char* payload_flow = output != OutputMode::Materialize ? "" : p.late ? ", late payloads" : ", payloads carried";
-  p.reason = std::string(p.fits ? "co-partitioned: in core" : "paper flow: not in core") + payload_flow + ", GPU " +
-             std::to_string(tightest) + " of " + std::to_string(gpus) + " needs " + gib(b.peak()) + " (partitions " +
-             gib(b.partitions) + ", held " + gib(b.held) + ", transfer " + gib(b.transfer) + ", output " +
-             gib(b.output) + ") of its " + gib(device_bytes);
+  p.reason = std::string(p.fits ? "co-partitioned: in core" : "not in core") + payload_flow + ", " +
+             budget_text(p.budget[tightest], tightest, gpus, device_bytes, false);
   if (payloads == PayloadFlow::Late && !late_possible)
     p.reason += " (late payloads: none to move, or a partition of 2^32 rows or more)";
+  if (!p.fits && payloads != PayloadFlow::Late) plan_streamed(p, gpus, n, output, scratch);
+  if (!p.fits) p.reason = "paper flow: " + p.reason;
   return p;
+}
+
+void force_streamed(CopartPlan& plan, const RelationView& r, const RelationView& s, std::int64_t chunk_rows, int runs,
+                    OutputMode output, const ScratchSizes& scratch) {
+  MGJOIN_EXPECTS(chunk_rows >= 1 && runs >= 1, "a streamed plan needs chunks and runs");
+  const std::int64_t n[2] = {r.size(), s.size()};
+  const int tightest = shape_streamed(plan, chunk_rows, runs, n, output, scratch);
+  plan.reason = std::string(plan.fits ? "co-partitioned, streamed (forced): " : "not streamed (forced): ") +
+                budget_text(plan.budget[tightest], tightest, plan.partitions.gpus, plan.device_bytes, true);
 }
 
 }  // namespace mgjoin::copart
