@@ -382,9 +382,7 @@ class Flow {
     for (int side = 0; side < 2; ++side) {
       Partition& p = gpu.partition[side];
       p.capacity = plan_.sizes.bound[side][d];
-      p.keys = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * widths[side]->key_bytes));
-      if (widths[side]->payload_bytes)
-        p.payload = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * widths[side]->payload_bytes));
+      make_partition_buffers(gpu, p, *widths[side]);
       if (plan_.late && widths[side]->payload_bytes)
         p.positions = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * 4));
     }
@@ -468,13 +466,19 @@ class Flow {
     const std::int64_t n = relation(side).size();
     MGJOIN_EXPECTS(n <= p.capacity, "one GPU's partition is the whole relation");
     gpu::DeviceGuard guard(gpu.device);
+    copy_rows_in(gpu, side, 0, n, p);
+  }
+
+  /// One GPU: rows [first, first + rows) of `side` H2D into `p` as they are (keys unflipped), on h2d.
+  void copy_rows_in(Gpu& gpu, Side side, std::int64_t first, std::int64_t rows, Partition& p) {
     const Widths w = key_pass_widths(side);
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.keys.data(), relation(side).key.data, n * w.key_bytes, cudaMemcpyHostToDevice, gpu.h2d));
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.keys.data(), at(relation(side).key.data, first, w.key_bytes), rows * w.key_bytes,
+                                    cudaMemcpyHostToDevice, gpu.h2d));
     if (w.payload_bytes)
-      MGJOIN_CUDA_TRY(
-          cudaMemcpyAsync(p.payload.data(), host_payload(side), n * w.payload_bytes, cudaMemcpyHostToDevice, gpu.h2d));
-    p.rows = n;
-    bytes_in_ += static_cast<std::uint64_t>(n) * (w.key_bytes + w.payload_bytes);
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.payload.data(), at(host_payload(side), first, w.payload_bytes),
+                                      rows * w.payload_bytes, cudaMemcpyHostToDevice, gpu.h2d));
+    p.rows = rows;
+    bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
   }
 
   /// Several GPUs: round t gives GPU j the chunk t·g + j; each chunk is partitioned where it lands and
@@ -620,7 +624,7 @@ class Flow {
       for (int d = 0; d < g_; ++d) {
         const auto rows = static_cast<std::int64_t>(seg[d + 1] - seg[d]);
         if (rows == 0) continue;
-        Partition& p = destination(d, side);
+        Partition& p = destination(d, side, t);
         if (p.rows + rows > p.capacity)
           throw PlanMissed(std::string("partition ") + std::to_string(d) + " of " + (side == Side::R ? "R" : "S") +
                            " outgrew the " + std::to_string(p.capacity) + " rows its sample planned");
@@ -679,10 +683,11 @@ class Flow {
     }
   }
 
-  /// `waiter` waits for every copy into this GPU issued so far: H2D, and the sends of other GPUs
-  /// (on the lanes, or xchg for NCCL).
-  void wait_inbound(Gpu& gpu, cudaStream_t waiter) {
-    std::vector<const gpu::Stream*> inbound{&gpu.h2d, &gpu.xchg};
+  /// `waiter` waits for every copy into this GPU issued so far: H2D (unless `with_h2d` is false), and
+  /// the sends of other GPUs (on the lanes, or xchg for NCCL).
+  void wait_inbound(Gpu& gpu, cudaStream_t waiter, bool with_h2d = true) {
+    std::vector<const gpu::Stream*> inbound{&gpu.xchg};
+    if (with_h2d) inbound.push_back(&gpu.h2d);
     for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
     for (const gpu::Stream* s : inbound) {
       if (s->get() == waiter) continue;  // in order on itself
@@ -758,6 +763,13 @@ class Flow {
     return a;
   }
 
+  /// The output offsets of `ny` probe rows: the exclusive scan of their match counts, on the work
+  /// stream ahead of the output windows that read them.
+  static void scan_matches(Gpu& gpu, const OutputArrays& a, std::uint64_t ny) {
+    exclusive_scan(a.view().matches, reinterpret_cast<std::uint64_t*>(a.offsets.data()), ny + 1, a.scan_temp.data(),
+                   a.scan_temp.size(), gpu.work);
+  }
+
   /// Runs fn(d) for every GPU d, one host thread each when there are several (each blocks on its own
   /// GPU's copies out); rethrows the first error once all are done.
   template <class Fn>
@@ -791,9 +803,10 @@ class Flow {
   OutputWindowArgs window_args(const SortedRows& x, const SortedRows& y, const OutputArrays& arrays) const;
 
   // Streamed rounds (definitions below the class).
-  Partition& destination(int d, Side side) {
+  /// Where round t's segments of `side` for GPU d go: its partition, or (streamed Y) landing t % 2.
+  Partition& destination(int d, Side side, std::size_t t) {
     Gpu& gpu = gpus_[d];
-    return plan_.streamed && side == plan_.probe ? gpu.landing[landing_turn_] : gpu.partition[static_cast<int>(side)];
+    return plan_.streamed && side == plan_.probe ? gpu.landing[t % 2] : gpu.partition[static_cast<int>(side)];
   }
   int bring_round(std::int64_t t);
   void land_round(int slot, std::int64_t t);
@@ -818,7 +831,6 @@ class Flow {
   std::vector<Gpu> gpus_;
   std::vector<cudaStream_t> lanes_;  ///< [dst * g + src]
   int turn_ = 0;
-  int landing_turn_ = 0;  ///< streamed: the landing the exchange fills now
   std::array<std::vector<Round>, 2> rounds_;  ///< the key pass, per side (g > 1)
   std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0;
 };
@@ -837,10 +849,7 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
   for (int d = 0; d < g_; ++d) {
     Gpu& gpu = gpus_[d];
     gpu::DeviceGuard guard(gpu.device);
-    const auto ny = static_cast<std::uint64_t>(gpu.partition[static_cast<int>(plan_.probe)].rows);
-    // On the work stream, ahead of the output windows that read the offsets.
-    exclusive_scan(views[d].matches, reinterpret_cast<std::uint64_t*>(arrays[d].offsets.data()), ny + 1,
-                   arrays[d].scan_temp.data(), arrays[d].scan_temp.size(), gpu.work);
+    scan_matches(gpu, arrays[d], static_cast<std::uint64_t>(whole(gpu, plan_.probe).rows));
     bases[d] = total;
     total += counts.per_gpu[d];
   }
@@ -926,18 +935,10 @@ int Flow::bring_round(std::int64_t t) {
     const int lb = static_cast<int>(t % 2);
     Partition& l = gpu.landing[lb];
     const std::int64_t first = t * plan_.chunk_rows;
-    const std::int64_t rows = std::min(plan_.chunk_rows, n - first);
-    const Widths w = widths(y);
     gpu::DeviceGuard guard(gpu.device);
     wait_consumed(gpu, lb, gpu.h2d);
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(l.keys.data(), at(relation(y).key.data, first, w.key_bytes), rows * w.key_bytes,
-                                    cudaMemcpyHostToDevice, gpu.h2d));
-    if (w.payload_bytes)
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(l.payload.data(), at(host_payload(y), first, w.payload_bytes), rows * w.payload_bytes,
-                                      cudaMemcpyHostToDevice, gpu.h2d));
+    copy_rows_in(gpu, y, first, std::min(plan_.chunk_rows, n - first), l);
     gpu.landed[lb].record(gpu.h2d);
-    l.rows = rows;
-    bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
     return 0;
   }
   const int b = turn_++ % 2;
@@ -953,23 +954,17 @@ int Flow::bring_round(std::int64_t t) {
 /// Several GPUs: sends round t's partitioned chunks (slot `slot`) into the owners' landings t % 2, once
 /// the landing's previous round is consumed; the work streams then wait for the copies.
 void Flow::land_round(int slot, std::int64_t t) {
-  landing_turn_ = static_cast<int>(t % 2);
+  const int lb = static_cast<int>(t % 2);
   for (auto& gpu : gpus_) {
     gpu::DeviceGuard guard(gpu.device);
-    gpu.landing[landing_turn_].rows = 0;
-    for (auto& lane : gpu.lanes) wait_consumed(gpu, landing_turn_, lane);
-    wait_consumed(gpu, landing_turn_, gpu.xchg);
+    gpu.landing[lb].rows = 0;
+    for (auto& lane : gpu.lanes) wait_consumed(gpu, lb, lane);
+    wait_consumed(gpu, lb, gpu.xchg);
   }
   exchange(slot, plan_.probe, static_cast<std::size_t>(t));
   for (auto& gpu : gpus_) {
     gpu::DeviceGuard guard(gpu.device);
-    std::vector<const gpu::Stream*> inbound{&gpu.xchg};  // not h2d: it carries round t + 1 by now
-    for (const auto& lane : gpu.lanes) inbound.push_back(&lane);
-    for (const gpu::Stream* s : inbound) {
-      gpu::Event arrived(gpu.device, false);
-      arrived.record(*s);
-      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, arrived, 0));
-    }
+    wait_inbound(gpu, gpu.work, /*with_h2d=*/false);  // h2d carries round t + 1 by now
   }
 }
 
@@ -1013,17 +1008,14 @@ void Flow::output_round(int lb, StreamOutput& out, JoinResult& result, double be
       ys[d] = {&gpu.landing[lb], 0, gpu.landing[lb].rows};
       if (xs[d].rows == 0 || ys[d].rows == 0) continue;
       MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
-      const auto ny = static_cast<std::uint64_t>(ys[d].rows);
       resident_join(pair_of(xs[d], ys[d]), counter(gpu), gpu.out.view(), gpu.work);
-      exclusive_scan(gpu.out.view().matches, reinterpret_cast<std::uint64_t*>(gpu.out.offsets.data()), ny + 1,
-                     gpu.out.scan_temp.data(), gpu.out.scan_temp.size(), gpu.work);
+      scan_matches(gpu, gpu.out, static_cast<std::uint64_t>(ys[d].rows));
     }
     for (int d = 0; d < g_; ++d) {
       if (xs[d].rows == 0 || ys[d].rows == 0) continue;
       const mgjoin::detail::TupleCounter c = read_counter(gpus_[d]);
-      if (c.overflowed) mgjoin::detail::throw_output_overflow("GPU " + std::to_string(gpus_[d].device));
-      counts[d] = c.count;
-      bases[d] = out.reserve(c.count, before + (after - before) * (i + 1) / runs());
+      counts[d] = mgjoin::detail::total_tuples({&c, 1}, {});
+      bases[d] = out.reserve(counts[d], before + (after - before) * (i + 1) / runs());
     }
     on_every_gpu([&](int d) {
       if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].out), bases[d], counts[d], result);

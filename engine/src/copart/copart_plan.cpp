@@ -50,6 +50,22 @@ std::uint64_t landed_rows(const CopartPlan& p, int side, std::int64_t n, int gpu
   return rounds * u64(p.chunk_rows) * p.sizes.max_copies[side];
 }
 
+/// Several GPUs: two chunk slots (input, partitioned output with hot-key copies, partition scratch).
+std::uint64_t slot_bytes(const CopartPlan& p, int gpus, const ScratchSizes& scratch) {
+  const auto chunk = u64(p.chunk_rows);
+  const std::uint64_t in = chunk * std::max(width(p.r), width(p.s));
+  const std::uint64_t out = chunk * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r),
+                                                            p.sizes.max_copies[1] * width(p.s));
+  return 2 * (in + out + scratch.partition(p.chunk_rows, gpus));
+}
+
+/// Materialize: match arrays and their scan for `ny` probe rows, and two output windows (the output
+/// goes out column by column, a window at a time).
+std::uint64_t output_bytes(const CopartPlan& p, std::uint64_t ny, const ScratchSizes& scratch) {
+  const std::uint64_t widest = std::max({p.r.key_bytes, p.r.payload_bytes, p.s.payload_bytes});
+  return 3 * (ny + 1) * 8 + scratch.scan(ny + 1) + 2 * p.window_rows * widest;
+}
+
 GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, const ScratchSizes& scratch) {
   GpuBudget b;
   const std::uint64_t rows[2] = {u64(p.sizes.bound[0][d]), u64(p.sizes.bound[1][d])};
@@ -66,11 +82,7 @@ GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, co
   }
   b.transfer = sort;
   if (gpus > 1) {
-    const auto chunk = u64(p.chunk_rows);
-    const std::uint64_t in = chunk * std::max(width(p.r), width(p.s));
-    const std::uint64_t out = chunk * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r),
-                                                              p.sizes.max_copies[1] * width(p.s));
-    const std::uint64_t slots = 2 * (in + out + scratch.partition(p.chunk_rows, gpus));
+    const std::uint64_t slots = slot_bytes(p, gpus, scratch);
     if (p.late) {
       // The payloads cross after the sorts, through the same slots: they stay, with each chunk's gather map.
       b.held = slots;
@@ -80,12 +92,7 @@ GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, co
       b.transfer += slots;
     }
   }
-  if (output == OutputMode::Materialize) {
-    const std::uint64_t ny = rows[static_cast<int>(p.probe)];
-    // The output goes out column by column, a window at a time.
-    const std::uint64_t widest = std::max({p.r.key_bytes, p.r.payload_bytes, p.s.payload_bytes});
-    b.output = 3 * (ny + 1) * 8 + scratch.scan(ny + 1) + 2 * p.window_rows * widest;
-  }
+  if (output == OutputMode::Materialize) b.output = output_bytes(p, rows[static_cast<int>(p.probe)], scratch);
   b.partitions += kSlackBytes;
   return b;
 }
@@ -99,20 +106,11 @@ GpuBudget streamed_budget_for(const CopartPlan& p, int d, int gpus, OutputMode o
   const std::uint64_t run_rows = (rows_x + p.resident_runs - 1) / p.resident_runs;
   b.partitions = rows_x * width(*w[x]) + kSlackBytes;
   b.transfer = run_rows * width(*w[x]) + scratch.sort(static_cast<std::int64_t>(run_rows), w[x]->key_bytes, w[x]->payload_bytes);
-  if (gpus > 1) {
-    const auto chunk = u64(p.chunk_rows);
-    const std::uint64_t in = chunk * std::max(width(p.r), width(p.s));
-    const std::uint64_t out = chunk * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r),
-                                                              p.sizes.max_copies[1] * width(p.s));
-    b.held = 2 * (in + out + scratch.partition(p.chunk_rows, gpus));
-  }
+  if (gpus > 1) b.held = slot_bytes(p, gpus, scratch);
   // Two landings (one arriving while the other is joined), the sort's second buffer and scratch.
   const auto landing = u64(p.landing_rows);
   b.output = 3 * landing * width(*w[y]) + scratch.sort(p.landing_rows, w[y]->key_bytes, w[y]->payload_bytes);
-  if (output == OutputMode::Materialize) {
-    const std::uint64_t widest = std::max({p.r.key_bytes, p.r.payload_bytes, p.s.payload_bytes});
-    b.output += 3 * (landing + 1) * 8 + scratch.scan(landing + 1) + 2 * p.window_rows * widest;
-  }
+  if (output == OutputMode::Materialize) b.output += output_bytes(p, landing, scratch);
   return b;
 }
 
