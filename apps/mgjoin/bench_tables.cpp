@@ -11,7 +11,6 @@
 namespace mgjoin::cli {
 
 BenchTables bench_tables(GeneratedWorkload& w, int columns) {
-  MGJOIN_INPUT_EXPECTS(columns >= 1 && columns <= 64, "--columns " + std::to_string(columns) + ": expected 1 to 64");
   BenchTables t;
   t.extra.reserve(2 * static_cast<std::size_t>(columns));
   for (auto [rel, table] : {std::pair{&w.r, &t.left}, std::pair{&w.s, &t.right}}) {
@@ -42,9 +41,7 @@ TableJoinOptions bench_table_options(const JoinOptions& join, const std::string&
   o.join = join;
   o.left_on = {"key"};
   o.right_on = {"key"};
-  const auto kind = parse_join_kind(how);
-  MGJOIN_INPUT_EXPECTS(kind.has_value(), "--how " + how + ": expected inner, left, right, full, semi or anti");
-  o.how = *kind;
+  o.how = require_join_kind(how, "--how " + how);
   MGJOIN_INPUT_EXPECTS(output != "ranges", "--output ranges: tables have no ranges output (count or materialize)");
   o.output = output == "count" ? TableOutput::Count : TableOutput::Columns;
   if (materialization == "carry") o.materialization = Materialization::Carry;

@@ -17,6 +17,7 @@ struct BenchTables {
   TableView left, right;
 };
 
+/// `columns`: 1 to 64 (the bench checks --columns before it generates the workload).
 BenchTables bench_tables(GeneratedWorkload& w, int columns);
 
 /// TableJoinOptions for the bench: key "key", every other column chosen.

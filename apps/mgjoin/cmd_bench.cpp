@@ -132,10 +132,10 @@ struct Summary {
 
 /// One run: join() on the relations, or join_tables() on the tables built from them (whose runs leave
 /// the inputs untouched). The JoinResult is the one the report reads.
-JoinResult run_once(const BenchArgs& a, const JoinOptions& options, Engine* engine, GeneratedWorkload& w,
-                    const std::optional<BenchTables>& tables, Summary& sum) {
+JoinResult run_once(const JoinOptions& options, const TableJoinOptions* table_options, Engine* engine,
+                    GeneratedWorkload& w, const std::optional<BenchTables>& tables, Summary& sum) {
   if (!tables) return engine ? engine->join(w.r.view(), w.s.view(), options) : join(w.r.view(), w.s.view(), options);
-  const TableJoinOptions to = bench_table_options(options, a.how, a.output, a.materialization);
+  const TableJoinOptions& to = *table_options;
   TableJoinResult t = engine ? join_tables(*engine, tables->left, tables->right, to)
                              : join_tables(tables->left, tables->right, to);
   JoinResult res = std::move(t.join);
@@ -171,7 +171,9 @@ void measure_pcie(const Engine& engine, GeneratedWorkload& w, Pristine& pristine
   }
 }
 
-Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, GeneratedWorkload& w, Pristine& pristine) {
+/// `table_options`: set when the runs go through join_tables (BenchArgs::through_tables).
+Summary run_bench(BenchArgs& a, const JoinOptions& options, const std::optional<TableJoinOptions>& table_options,
+                  bool use_gpus, GeneratedWorkload& w, Pristine& pristine) {
   Summary sum;
   std::unique_ptr<Engine> engine;
   if (use_gpus) {
@@ -180,10 +182,10 @@ Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, Gener
     if (a.h2d_gbps <= 0) measure_pcie(*engine, w, pristine, sum);
   }
   std::optional<BenchTables> tables;
-  if (a.through_tables()) tables = bench_tables(w, a.columns);
+  if (table_options) tables = bench_tables(w, a.columns);
   for (int i = 0; i < a.warmup + a.repeat; ++i) {
     pristine.restore(w);
-    JoinResult res = run_once(a, options, engine.get(), w, tables, sum);
+    JoinResult res = run_once(options, table_options ? &*table_options : nullptr, engine.get(), w, tables, sum);
     if (!tables) pristine.written(res.strategy);
     if (!a.json)
       std::fprintf(stderr, "mgjoin bench: %s run %d: %.4f s, %llu matches\n", i < a.warmup ? "warm-up" : "timed",
@@ -197,8 +199,7 @@ Summary run_bench(BenchArgs& a, const JoinOptions& options, bool use_gpus, Gener
     if (i >= a.warmup) sum.runs.push_back(std::move(res));
   }
   if (tables && a.output == "materialize")
-    sum.gather_floor = gather_floor_seconds(engine.get(), *tables,
-                                            bench_table_options(options, a.how, a.output, a.materialization));
+    sum.gather_floor = gather_floor_seconds(engine.get(), *tables, *table_options);
   if (a.verify) {
     pristine.restore(w);
     JoinOptions cpu = options;
@@ -356,6 +357,12 @@ void add_bench_command(CLI::App& app) {
     options.output = out->second;
     options.progress = with_test_interrupt(a.json ? ProgressCallback{} : terminal_progress());
     options.cancel = &interrupt_flag();
+    // The table options are checked here, before gigabytes are generated.
+    std::optional<TableJoinOptions> table_options;
+    if (a.through_tables()) {
+      MGJOIN_INPUT_EXPECTS(a.columns >= 1 && a.columns <= 64, "--columns " + std::to_string(a.columns) + ": expected 1 to 64");
+      table_options = bench_table_options(options, a.how, a.output, a.materialization);
+    }
 
     const WorkloadShape shape = workload_shape(spec);
     // A run over no rows times nothing, and its throughput would be 0/0.
@@ -364,7 +371,7 @@ void add_bench_command(CLI::App& app) {
     const bool use_gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && gpu::device_count() > 0;
     GeneratedWorkload w = a.workload.generate(use_gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
     Pristine pristine(spec, w, a.warmup + a.repeat > 1 || a.verify);
-    report(a, shape, run_bench(a, options, use_gpus, w, pristine));
+    report(a, shape, run_bench(a, options, table_options, use_gpus, w, pristine));
   });
 }
 

@@ -238,20 +238,18 @@ TableOutput output_form(const JoinArgs& a) {
   return TableOutput::Count;
 }
 
-TableJoinOptions join_options(const JoinArgs& args, const TableSource& r, const TableSource& s) {
+TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const TableSource& r, const TableSource& s) {
   TableJoinOptions o;
   args.engine.apply(o.join);
   for (const int id : o.join.gpu_ids)
     MGJOIN_INPUT_EXPECTS(id >= 0, "--gpu-ids: GPU id " + std::to_string(id) + " is negative");
-  const auto how = parse_join_kind(args.how);
-  MGJOIN_INPUT_EXPECTS(how.has_value(), "--how " + args.how + ": expected inner, left, right, full, semi or anti");
-  o.how = *how;
-  o.output = output_form(args);
+  o.how = require_join_kind(args.how, "--how " + args.how);
+  o.output = form;
   o.left_on = r.key;
   o.right_on = s.key;
   if (o.output == TableOutput::Columns) {  // only then are the chosen columns read (names checked already)
     o.left_columns = r.chosen;
-    if (o.how != JoinKind::LeftSemi && o.how != JoinKind::LeftAnti) o.right_columns = s.chosen;
+    if (outputs_right_columns(o.how)) o.right_columns = s.chosen;
   }
   o.may_reorder_inputs = true;  // the columns are the CLI's own copies of the files
   o.join.progress = with_test_interrupt(terminal_progress());
@@ -265,7 +263,7 @@ std::vector<std::string> write_outputs(const fs::path& dir, const TableJoinResul
   for (const NamedColumn& c : result.columns) files.push_back(stage_column(dir / (c.name + ".npy"), c.column.view()));
   if (o.output == TableOutput::GatherMaps) {
     files.push_back(stage_column(dir / "r.row.npy", result.left_rows.view()));
-    if (o.how != JoinKind::LeftSemi && o.how != JoinKind::LeftAnti)
+    if (outputs_right_columns(o.how))
       files.push_back(stage_column(dir / "s.row.npy", result.right_rows.view()));
   }
   throw_if_interrupted();  // the staged files are removed as they go out of scope
@@ -301,7 +299,8 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
 
 void run_join(const JoinArgs& args) {
   install_interrupt_handler();
-  const bool writes = output_form(args) != TableOutput::Count;
+  const TableOutput form = output_form(args);
+  const bool writes = form != TableOutput::Count;
   MGJOIN_INPUT_EXPECTS(!writes || !args.out_dir.empty(),
                        "one of --out-dir (write the joined columns or --output maps) or --count (print the number of "
                        "output rows) is required");
@@ -320,7 +319,7 @@ void run_join(const JoinArgs& args) {
   check_table_files(r_src);
   check_table_files(s_src);
   check_keys_comparable(r_src, s_src);
-  const TableJoinOptions options = join_options(args, r_src, s_src);
+  const TableJoinOptions options = join_options(args, form, r_src, s_src);
   const fs::path out_dir = args.out_dir;
   if (writes) prepare_output_directory(out_dir, "--out-dir");
 
@@ -328,7 +327,7 @@ void run_join(const JoinArgs& args) {
   const bool gpus_used = args.engine.gpus != 0 && gpu::device_count() > 0;
   const MemoryKind memory = gpus_used ? MemoryKind::Pinned : MemoryKind::Pageable;
   const bool payloads = options.output == TableOutput::Columns;
-  const bool s_payloads = payloads && options.how != JoinKind::LeftSemi && options.how != JoinKind::LeftAnti;
+  const bool s_payloads = payloads && outputs_right_columns(options.how);
   const auto t_read = Clock::now();
   LoadedTable r = read_table(r_src, memory, payloads);
   LoadedTable s = read_table(s_src, memory, s_payloads);

@@ -48,12 +48,7 @@ bool sort_strategy_supported(SortStrategy s, int gpus) {
 namespace {
 JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
   const detail::CancelScope cancel(options.cancel);
-  JoinOptions checked = options;  // every progress report is a cancellation point, as on the GPUs
-  checked.progress = [&options](const std::string& phase, double fraction) {
-    detail::throw_if_cancelled();
-    if (options.progress) options.progress(phase, fraction);
-  };
-  JoinResult result = detail::cpu_join(r, s, checked);
+  JoinResult result = detail::cpu_join(r, s, options);
   result.strategy = JoinStrategy::Paper;
   result.strategy_reason = "CPU path (no GPUs asked for, or none on this machine)";
   return result;

@@ -278,8 +278,7 @@ nb::dict result_dict(TableJoinResult&& res, TableOutput output, JoinKind how) {
   d["columns"] = columns;
   const bool maps = output == TableOutput::GatherMaps;
   d["left_rows"] = maps ? numpy_of(std::move(res.left_rows)) : nb::none();
-  const bool semi_or_anti = how == JoinKind::LeftSemi || how == JoinKind::LeftAnti;
-  d["right_rows"] = maps && !semi_or_anti ? numpy_of(std::move(res.right_rows)) : nb::none();
+  d["right_rows"] = maps && outputs_right_columns(how) ? numpy_of(std::move(res.right_rows)) : nb::none();
   d["materialization"] = res.materialization;
   d["seconds"] = res.seconds;
   d["join_seconds"] = res.join.seconds;
@@ -310,9 +309,7 @@ nb::object join_tables_py(const nb::dict& left, const nb::dict& right, const std
   TableJoinOptions o;
   o.left_on = left_on;
   o.right_on = right_on;
-  const auto kind = parse_join_kind(how);
-  MGJOIN_INPUT_EXPECTS(kind.has_value(), "how '" + how + "': expected inner, left, right, full, semi or anti");
-  o.how = *kind;
+  o.how = require_join_kind(how, "how '" + how + "'");
   o.output = output_of(output);
   o.left_columns = left_columns;
   o.right_columns = right_columns;

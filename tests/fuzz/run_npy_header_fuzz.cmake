@@ -29,7 +29,8 @@ endif()
 
 run("building the fuzzer with ${CLANGXX}" ${CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=undefined -I${SRC} -I${SRC}/core/include -I${SRC}/engine/include -isystem ${CUDA_INCLUDE}
-    ${SRC}/tests/fuzz/npy_header_fuzz.cpp ${SRC}/engine/src/io/npy_header.cpp -o ${WORK}/npy_header_fuzz)
+    ${SRC}/tests/fuzz/npy_header_fuzz.cpp ${SRC}/engine/src/io/npy_header.cpp ${SRC}/core/src/types.cpp
+    -o ${WORK}/npy_header_fuzz)
 run("writing the seed corpus" ${WORK}/npy_header_fuzz --write-seeds=${WORK}/corpus)
 # Crash inputs land in WORK (artifact_prefix), where the failure message points.
 run("fuzzing for ${MAX_TIME} s" ${WORK}/npy_header_fuzz -max_total_time=${MAX_TIME} -max_len=4096 -timeout=5

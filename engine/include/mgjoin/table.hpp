@@ -57,6 +57,11 @@ enum class JoinKind : std::uint8_t { Inner, LeftOuter, RightOuter, FullOuter, Le
 const char* join_kind_name(JoinKind kind);
 /// The names above, and "left_outer", "right_outer", "full_outer", "outer", "left_semi", "left_anti".
 std::optional<JoinKind> parse_join_kind(std::string_view name);
+/// parse_join_kind, refusing an unknown name: @throw InputError "<what>: expected inner, left, right,
+/// full, semi or anti" (`what` names the option and the value, e.g. "--how sideways").
+JoinKind require_join_kind(std::string_view name, const std::string& what);
+/// Whether a join of this kind outputs right-side columns and right row ids: all but semi and anti joins.
+bool outputs_right_columns(JoinKind kind);
 
 /// What join_tables returns.
 enum class TableOutput : std::uint8_t {

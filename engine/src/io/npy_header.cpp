@@ -193,11 +193,11 @@ std::string kind_name(char kind, std::string_view size) {
   }
 }
 
-/// numpy's type codes of the supported types.
-constexpr std::pair<std::string_view, DType> kNpyCodes[] = {
-    {"i4", DType::Int32}, {"u4", DType::UInt32},  {"i8", DType::Int64}, {"u8", DType::UInt64},
-    {"f4", DType::Float32}, {"f8", DType::Float64}, {"i1", DType::Int8},  {"u1", DType::UInt8},
-    {"i2", DType::Int16}, {"u2", DType::UInt16},  {"b1", DType::Bool}};
+/// numpy's type code of a supported type: kind letter and size ("u8", "f4", "b1").
+std::string npy_code(DType type) {
+  const char kind = type == DType::Bool ? 'b' : !is_integer_dtype(type) ? 'f' : is_signed_key(type) ? 'i' : 'u';
+  return std::string{kind, static_cast<char>('0' + dtype_size(type))};  // sizes are 1, 2, 4 or 8
+}
 
 /// '<u8' -> UInt64 etc. '=' (native) is little-endian on every host mgjoin runs on. numpy writes type
 /// codes, never names: '<uint64' is refused.
@@ -211,12 +211,12 @@ DType parse_descr(const std::string& descr, const std::string& file) {
   if (order == '>') throw unsupported("big-endian");
   if (order != '<' && order != '=' && order != '|') throw unsupported("unknown byte order");
   const std::string_view code = std::string_view(descr).substr(1);
-  const auto* known =
-      std::find_if(std::begin(kNpyCodes), std::end(kNpyCodes), [&](const auto& c) { return c.first == code; });
-  if (known == std::end(kNpyCodes)) throw unsupported(kind_name(code[0], code.substr(1)));
+  // Type codes are two characters; parse_dtype's names ('uint64') are longer and refused here.
+  const std::optional<DType> known = code.size() == 2 ? parse_dtype(code) : std::nullopt;
+  if (!known) throw unsupported(kind_name(code[0], code.substr(1)));
   // numpy writes '|' (no byte order) for 1-byte types, '<' for wider ones.
-  if (order == '|' && dtype_size(known->second) > 1) throw unsupported("byte order not applicable");
-  return known->second;
+  if (order == '|' && dtype_size(*known) > 1) throw unsupported("byte order not applicable");
+  return *known;
 }
 
 /// The shape for a message: its first four sizes (a corrupt header may hold thousands).
@@ -316,9 +316,7 @@ NpyHeader parse_npy_dict(std::string_view dict, const std::string& file) {
 }
 
 std::string format_npy_header(DType type, std::int64_t size) {
-  const auto* code =
-      std::find_if(std::begin(kNpyCodes), std::end(kNpyCodes), [&](const auto& c) { return c.second == type; });
-  std::string dict = std::string("{'descr': '") + (dtype_size(type) == 1 ? '|' : '<') + std::string(code->first) +
+  std::string dict = std::string("{'descr': '") + (dtype_size(type) == 1 ? '|' : '<') + npy_code(type) +
                      "', 'fortran_order': False, 'shape': (" + std::to_string(size) + ",), }";
   const bool v1 = dict.size() + 1 + kNpyPrefixV1 <= 65535;
   const std::size_t prefix = v1 ? kNpyPrefixV1 : kNpyPrefixV2;

@@ -8,6 +8,7 @@
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
 #include "engine/src/join/output_count.hpp"
+#include "core/cancel.hpp"
 
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
@@ -81,7 +82,9 @@ RangeBuffer merge_join(ColumnView r_keys, ColumnView s_keys, int threads) {
   return ranges;
 }
 
+/// Every progress report is a cancellation point, as on the GPUs.
 void report(const JoinOptions& options, const char* phase, double fraction) {
+  detail::throw_if_cancelled();
   if (options.progress) options.progress(phase, fraction);
 }
 

@@ -125,8 +125,7 @@ MaterializedColumns materialize(std::span<const MatchRange> ranges, ColumnView r
                                 MemoryKind kind) {
   const std::vector<std::uint64_t> offsets = output_offsets(ranges);
   const std::uint64_t total = offsets.back();
-  const auto width = [](std::optional<ColumnView> c) -> std::uint64_t { return c ? dtype_size(c->type) : 0; };
-  const std::int64_t rows = output_rows(total, dtype_size(r_key.type) + width(r_payload) + width(s_payload));
+  const std::int64_t rows = output_rows(total, output_row_bytes(r_key, r_payload, s_payload));
 
   MaterializedColumns out;
   out.key = HostColumn::allocate(r_key.type, rows, kind);

@@ -34,9 +34,12 @@ std::uint64_t total_tuples(std::span<const TupleCounter> gpus, std::span<const M
   return checked_total(total, "summed over the GPUs");
 }
 
+std::uint64_t output_row_bytes(ColumnView key, std::optional<ColumnView> r_payload, std::optional<ColumnView> s_payload) {
+  return dtype_size(key.type) + (r_payload ? dtype_size(r_payload->type) : 0) + (s_payload ? dtype_size(s_payload->type) : 0);
+}
+
 std::uint64_t output_row_bytes(const RelationView& r, const RelationView& s) {
-  return dtype_size(r.key.type) + (r.payload ? dtype_size(r.payload->type) : 0) +
-         (s.payload ? dtype_size(s.payload->type) : 0);
+  return output_row_bytes(r.key, r.payload, s.payload);
 }
 
 void expect_output_memory(std::uint64_t rows, std::uint64_t row_bytes) {

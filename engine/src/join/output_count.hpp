@@ -8,6 +8,7 @@
 #include <mgjoin/join.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -35,6 +36,8 @@ std::int64_t output_rows(std::uint64_t rows, std::uint64_t row_bytes);
 
 /// Bytes of one materialized output row of R and S: the key and each side's payload.
 std::uint64_t output_row_bytes(const RelationView& r, const RelationView& s);
+/// The same from the output's source columns.
+std::uint64_t output_row_bytes(ColumnView key, std::optional<ColumnView> r_payload, std::optional<ColumnView> s_payload);
 
 /// Refuses, before any output column is taken, a materialized output of `rows` rows of `row_bytes`
 /// bytes that host memory cannot hold (all columns together: each column's own check would not see the

@@ -59,7 +59,6 @@ std::int64_t select_rows(const std::vector<std::uint8_t>& flags, std::uint8_t wa
 
 bool keeps_left_unmatched(JoinKind k) { return k == JoinKind::LeftOuter || k == JoinKind::FullOuter; }
 bool keeps_right_unmatched(JoinKind k) { return k == JoinKind::RightOuter || k == JoinKind::FullOuter; }
-bool left_rows_only(JoinKind k) { return k == JoinKind::LeftSemi || k == JoinKind::LeftAnti; }
 
 void fill(std::int64_t* out, std::int64_t rows, std::int64_t value) {
 #pragma omp parallel for schedule(static)
@@ -68,29 +67,51 @@ void fill(std::int64_t* out, std::int64_t rows, std::int64_t value) {
 
 }  // namespace
 
+namespace {
+
+/// The rows a kind outputs, counted before any is written: semi/anti joins, the left rows selected by
+/// `left_matched` (matched or not); other kinds, the pairs plus the unmatched rows of the sides kept.
+struct KindRows {
+  std::vector<std::uint8_t> left_matched, right_matched;  ///< per row of a side: 1 when it is in a pair
+  std::int64_t left_alone = 0, right_alone = 0;            ///< unmatched rows kept (outer joins)
+  std::int64_t rows = 0;
+};
+
+std::uint8_t semi_wanted(JoinKind kind) { return kind == JoinKind::LeftSemi ? 1 : 0; }
+
+KindRows count_kind_rows(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right,
+                         std::int64_t left_rows, std::int64_t right_rows) {
+  KindRows k;
+  if (!outputs_right_columns(kind)) {
+    k.left_matched = matched_rows(pair_left, left_rows);
+    k.rows = select_rows(k.left_matched, semi_wanted(kind), nullptr);
+    return k;
+  }
+  if (keeps_left_unmatched(kind)) {
+    k.left_matched = matched_rows(pair_left, left_rows);
+    k.left_alone = select_rows(k.left_matched, 0, nullptr);
+  }
+  if (keeps_right_unmatched(kind)) {
+    k.right_matched = matched_rows(pair_right, right_rows);
+    k.right_alone = select_rows(k.right_matched, 0, nullptr);
+  }
+  k.rows = pair_left.size() + k.left_alone + k.right_alone;
+  return k;
+}
+
+}  // namespace
+
 RowMaps rows_of_kind(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right, std::int64_t left_rows,
                      std::int64_t right_rows) {
+  const KindRows k = count_kind_rows(kind, pair_left, pair_right, left_rows, right_rows);
   RowMaps maps;
-  if (left_rows_only(kind)) {
-    const std::vector<std::uint8_t> matched = matched_rows(pair_left, left_rows);
-    const std::uint8_t wanted = kind == JoinKind::LeftSemi ? 1 : 0;
-    maps.rows = select_rows(matched, wanted, nullptr);
+  maps.rows = k.rows;
+  if (!outputs_right_columns(kind)) {
     maps.left = HostColumn::allocate(DType::Int64, maps.rows);
-    select_rows(matched, wanted, maps.left.as<std::int64_t>());
+    select_rows(k.left_matched, semi_wanted(kind), maps.left.as<std::int64_t>());
     return maps;
   }
   const std::int64_t pairs = pair_left.size();
-  std::vector<std::uint8_t> left_matched, right_matched;
-  std::int64_t left_alone = 0, right_alone = 0;
-  if (keeps_left_unmatched(kind)) {
-    left_matched = matched_rows(pair_left, left_rows);
-    left_alone = select_rows(left_matched, 0, nullptr);
-  }
-  if (keeps_right_unmatched(kind)) {
-    right_matched = matched_rows(pair_right, right_rows);
-    right_alone = select_rows(right_matched, 0, nullptr);
-  }
-  maps.rows = pairs + left_alone + right_alone;
   alloc::expect_host_rows(static_cast<std::uint64_t>(maps.rows), 2 * sizeof(std::int64_t),
                           "the gather maps (" + std::to_string(maps.rows) + " rows)");
   maps.left = HostColumn::allocate(DType::Int64, maps.rows);
@@ -102,27 +123,20 @@ RowMaps rows_of_kind(JoinKind kind, const HostColumn& pair_left, const HostColum
     l[i] = id_at(pair_left, i);
     r[i] = id_at(pair_right, i);
   }
-  if (left_alone) {
-    select_rows(left_matched, 0, l + pairs);
-    fill(r + pairs, left_alone, -1);
+  if (k.left_alone) {
+    select_rows(k.left_matched, 0, l + pairs);
+    fill(r + pairs, k.left_alone, -1);
   }
-  if (right_alone) {
-    fill(l + pairs + left_alone, right_alone, -1);
-    select_rows(right_matched, 0, r + pairs + left_alone);
+  if (k.right_alone) {
+    fill(l + pairs + k.left_alone, k.right_alone, -1);
+    select_rows(k.right_matched, 0, r + pairs + k.left_alone);
   }
   return maps;
 }
 
 std::uint64_t rows_of_kind_count(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right,
                                  std::int64_t left_rows, std::int64_t right_rows) {
-  if (left_rows_only(kind))
-    return static_cast<std::uint64_t>(
-        select_rows(matched_rows(pair_left, left_rows), kind == JoinKind::LeftSemi ? 1 : 0, nullptr));
-  std::uint64_t rows = static_cast<std::uint64_t>(pair_left.size());
-  if (keeps_left_unmatched(kind)) rows += static_cast<std::uint64_t>(select_rows(matched_rows(pair_left, left_rows), 0, nullptr));
-  if (keeps_right_unmatched(kind))
-    rows += static_cast<std::uint64_t>(select_rows(matched_rows(pair_right, right_rows), 0, nullptr));
-  return rows;
+  return static_cast<std::uint64_t>(count_kind_rows(kind, pair_left, pair_right, left_rows, right_rows).rows);
 }
 
 namespace {

@@ -10,7 +10,6 @@
 #include "engine/src/join/cpu_sort.hpp"
 #include "engine/src/table/row_maps.hpp"
 #include "engine/src/table/table_keys.hpp"
-#include "host_merge/parallel_copy.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +50,14 @@ std::optional<JoinKind> parse_join_kind(std::string_view name) {
   return std::nullopt;
 }
 
+JoinKind require_join_kind(std::string_view name, const std::string& what) {
+  const std::optional<JoinKind> kind = parse_join_kind(name);
+  MGJOIN_INPUT_EXPECTS(kind.has_value(), what + ": expected inner, left, right, full, semi or anti");
+  return *kind;
+}
+
+bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != JoinKind::LeftAnti; }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -59,8 +66,6 @@ constexpr const char* kLeft = "left table";
 constexpr const char* kRight = "right table";
 /// join() or an Engine's join: what runs the relations underneath.
 using Joiner = std::function<JoinResult(RelationView, RelationView, const JoinOptions&)>;
-
-bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != JoinKind::LeftAnti; }
 
 /// The payload columns one side outputs: those named (each must exist), or every non-key column.
 std::vector<NamedColumnView> chosen_columns(const TableView& table, const std::optional<std::vector<std::string>>& names,
@@ -79,13 +84,6 @@ std::vector<NamedColumnView> chosen_columns(const TableView& table, const std::o
   for (const NamedColumnView& c : table.columns)
     if (std::find(key.names.begin(), key.names.end(), c.name) == key.names.end()) chosen.push_back(c);
   return chosen;
-}
-
-/// A pinned copy of a payload column that join() may sort in place.
-HostColumn copy_column(const ColumnView& c) {
-  HostColumn copy = HostColumn::allocate(c.type, c.size, MemoryKind::Pinned);
-  host_merge::parallel_copy(copy.data(), c.data, copy.bytes());
-  return copy;
 }
 
 struct Plan {
@@ -184,7 +182,7 @@ struct CarriedSide {
     key_copy = table::sort_key(key, rows);
     view.key = key_copy->view();
     if (payload) {
-      payload_copy = copy_column(*payload);
+      payload_copy = table::copy_column(*payload);
       view.payload = payload_copy->view();
     }
   }

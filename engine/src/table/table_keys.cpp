@@ -91,12 +91,14 @@ void pack(const KeyColumns& key, std::int64_t rows, Packed* out) {
 
 }  // namespace
 
+HostColumn copy_column(const ColumnView& c) {
+  HostColumn copy = HostColumn::allocate(c.type, c.size, MemoryKind::Pinned);
+  host_merge::parallel_copy(copy.data(), c.data, copy.bytes());
+  return copy;
+}
+
 HostColumn sort_key(const KeyColumns& key, std::int64_t rows) {
-  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) {
-    HostColumn copy = HostColumn::allocate(key.columns[0].type, rows, MemoryKind::Pinned);
-    host_merge::parallel_copy(copy.data(), key.columns[0].data, copy.bytes());
-    return copy;
-  }
+  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) return copy_column(key.columns[0]);
   const bool narrow = key.bytes() <= 4;
   HostColumn packed = HostColumn::allocate(narrow ? DType::UInt32 : DType::UInt64, rows, MemoryKind::Pinned);
   if (narrow)

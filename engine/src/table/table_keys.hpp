@@ -36,6 +36,9 @@ void check_key_pair(const KeyColumns& left, const KeyColumns& right);
 /// exactly when they are.
 HostColumn sort_key(const KeyColumns& key, std::int64_t rows);
 
+/// A pinned copy of a column (one that join() may sort in place; pinned, so the GPUs read it at full speed).
+HostColumn copy_column(const ColumnView& c);
+
 /// 0, 1, ..., rows - 1: uint32 below 2^32 rows, uint64 from there.
 HostColumn row_ids(std::int64_t rows);
 
