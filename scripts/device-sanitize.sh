@@ -21,14 +21,18 @@
 # A whole pass (four tools, every suite) takes longer than one device call: run one or two tools per
 # call (MGJOIN_SAN_TOOLS) with MGJOIN_SAN_TIMEOUT=300.
 #
-# Writes $OUT/sanitize-<tool>-<run>.log and prints, last, one line per run with compute-sanitizer's
-# error summary and the run's exit status; exits non-zero when any run reports an error or fails.
+# Writes sanitize-<tool>-<run>.log per run into $OUT/sanitize-logs.tar.gz (one file, refreshed after
+# every run, so that a device call cut short still brings back what ran: the device tool returns only
+# a few files), appends each run's line to $OUT/sanitize-summary.txt, and prints, last, one line per
+# run with compute-sanitizer's error summary and the run's exit status; exits non-zero when any run
+# reports an error or fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
 B=${MGJOIN_BIN:-.devbin}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
+logs=$(mktemp -d)
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 built_in=${MGJOIN_BUILT_IN:-/work/main/build-lead}
 if [ ! -e "$built_in/mgjoin" ]; then mkdir -p "$(dirname "$built_in")"; ln -sfn "$PWD/$B" "$built_in"; fi
@@ -46,7 +50,7 @@ summary=()
 bad=0
 run_one() {  # tool name command...
   local tool=$1 name=$2; shift 2
-  local log="$OUT/sanitize-$tool-$name.log" start rc errors
+  local log="$logs/sanitize-$tool-$name.log" start rc errors
   start=$(date +%s)
   # shellcheck disable=SC2046
   timeout "${MGJOIN_SAN_TIMEOUT:-300}" "$san" $(tool_flags "$tool") --report-api-errors no --error-exitcode 86 --print-limit 50 \
@@ -56,7 +60,8 @@ run_one() {  # tool name command...
   [ -n "$errors" ] || errors="no summary"
   [ "$rc" -eq 0 ] || bad=1
   summary+=("$tool $name rc=$rc ($(( $(date +%s) - start )) s): $errors")
-  echo "${summary[-1]}"
+  echo "${summary[-1]}" | tee -a "$OUT/sanitize-summary.txt"
+  tar -czf "$OUT/sanitize-logs.tar.gz" -C "$logs" .
 }
 
 for tool in ${MGJOIN_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do

@@ -6,12 +6,14 @@
 #include "alloc/host_memory.hpp"
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
+#include "engine/src/copart/bucket_join.hpp"
 #include "engine/src/copart/copart_join.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/merge_phase.hpp"
 #include "engine/src/nvtx.hpp"
+#include "engine/src/phase_stats.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
 #include "host_merge/multiway_merge.hpp"
@@ -89,21 +91,8 @@ class HostPin {
   void* pinned_ = nullptr;
 };
 
-/// Adds `stat` to `stats`, summing into an entry of the same name (R and S both report "sort.*").
-void add_phase(std::vector<PhaseStat>& stats, const PhaseStat& stat) {
-  auto it = std::find_if(stats.begin(), stats.end(), [&](const PhaseStat& p) { return p.name == stat.name; });
-  if (it == stats.end()) {
-    stats.push_back(stat);
-    return;
-  }
-  it->seconds += stat.seconds;
-  it->bytes_pcie += stat.bytes_pcie;
-  it->bytes_nvlink += stat.bytes_nvlink;
-}
-
-void add_phases(std::vector<PhaseStat>& stats, const std::vector<PhaseStat>& more) {
-  for (const auto& p : more) add_phase(stats, p);
-}
+using detail::add_phase;
+using detail::add_phases;
 
 const char* sort_name(SortStrategy s) { return s == SortStrategy::Merge ? "merge" : "radix"; }
 const char* exchange_name(Exchange e) { return e == Exchange::Nccl ? "NCCL" : "copy engines"; }
@@ -171,21 +160,38 @@ struct Engine::Impl {
     return sort::plan_sort_with_memory(r, s, devices, device_bytes);
   }
 
-  /// The co-partitioned flow on this engine's GPUs and stacks; its pinned staging comes from the range
-  /// stacks (grown once when a plan needs more).
+  /// The co-partitioned flow on this engine's GPUs and stacks: in core or streamed (`plan`), or bucketed
+  /// (`buckets`, when set). Its pinned staging comes from the range stacks (grown once when a plan needs
+  /// more).
   JoinResult join_copart(const RelationView& r, const RelationView& s, const copart::CopartPlan& plan,
-                         const JoinOptions& options) {
+                         const copart::BucketPlan* buckets, const JoinOptions& options) {
     JoinResult result;
     result.strategy = JoinStrategy::CoPartitioned;
-    result.strategy_reason = plan.reason;
-    result.executor = "GPUs " + join_ids(devices) + " (co-partitioned, " + exchange_name(options.exchange) + " exchange)";
-    const std::uint64_t pinned = copart::pinned_bytes_needed(plan, options.output);
+    result.strategy_reason = buckets ? buckets->reason : plan.reason;
+    result.executor = "GPUs " + join_ids(devices) + " (co-partitioned, " + (buckets ? "bucketed, " : "") +
+                      exchange_name(options.exchange) + " exchange)";
+    const std::uint64_t pinned = buckets ? buckets->pinned_bytes : copart::pinned_bytes_needed(plan, options.output);
     if (range_stacks[0].available() < pinned) make_range_stacks(pinned + kMinRangeBytes);
     const copart::CopartContext context{devices, stacks.view(), range_stacks.view(), options.exchange,
                                         comms_for(options.exchange)};
-    copart::run_copart(r, s, plan, options.output, context, result);
-    result.peak_host_bytes = range_bytes() + result.key.bytes() + result.r_payload.bytes() + result.s_payload.bytes();
+    if (buckets)
+      copart::run_bucketed(r, s, *buckets, options.output, options.payloads, context, result);
+    else
+      copart::run_copart(r, s, plan, options.output, context, result);
+    result.peak_host_bytes = range_bytes() + (buckets ? buckets->host_bytes : 0) + result.key.bytes() +
+                             result.r_payload.bytes() + result.s_payload.bytes();
     return result;
+  }
+
+  /// Whether host memory holds `bytes` more; if not, `reason` says so and names the paper flow.
+  static bool host_holds(std::uint64_t bytes, std::string& reason) {
+    try {
+      alloc::expect_host_memory(bytes, "the bucketed flow's pinned buckets");
+      return true;
+    } catch (const OutOfMemory& e) {
+      reason = std::string("paper flow: ") + e.what();
+      return false;
+    }
   }
 
   void reserve_ranges(const RelationView& r, const RelationView& s, OutputMode output) {
@@ -316,17 +322,29 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
     reason = "paper flow: the tuning file timed it faster on this GPU set";
   if (reason.empty()) {
     report("plan", 0);
-    const copart::CopartPlan plan = copart::plan_copart(r, s, static_cast<int>(e.devices.size()), options.output,
-                                                        e.device_bytes, copart::device_scratch_sizes(), options.payloads);
-    const double plan_seconds = seconds_since(start);
+    const int g = static_cast<int>(e.devices.size());
+    const copart::ScratchSizes scratch = copart::device_scratch_sizes();
+    const copart::KeySample r_sample = copart::sample_keys(r.key), s_sample = copart::sample_keys(s.key);
+    const copart::CopartPlan plan =
+        copart::plan_copart(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads);
     reason = plan.reason;
-    MGJOIN_INPUT_EXPECTS(plan.fits || options.strategy != JoinStrategy::CoPartitioned,
-                         "JoinOptions::strategy: R and S do not fit the GPUs for the co-partitioned flow (" + plan.reason +
+    std::optional<copart::BucketPlan> buckets;
+    if (!plan.fits && options.payloads != PayloadFlow::Late) {
+      buckets = copart::plan_buckets(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads);
+      reason = buckets->fits ? buckets->reason : plan.reason + "; " + buckets->reason;
+    }
+    const bool fits = plan.fits || (buckets && buckets->fits);
+    const double plan_seconds = seconds_since(start);
+    MGJOIN_INPUT_EXPECTS(fits || options.strategy != JoinStrategy::CoPartitioned,
+                         "JoinOptions::strategy: R and S do not fit the GPUs for the co-partitioned flow (" + reason +
                              "); ask for the paper flow or auto, or more GPUs");
-    if (plan.fits) {
+    // Auto: buckets that host memory cannot hold leave the paper flow, which needs less beside the inputs.
+    const bool host_fits = plan.fits || !buckets || options.strategy == JoinStrategy::CoPartitioned ||
+                           e.host_holds(buckets->host_bytes, reason);
+    if (fits && host_fits) {
       try {
         report("co-partitioned join", 0);
-        JoinResult result = e.join_copart(r, s, plan, options);
+        JoinResult result = e.join_copart(r, s, plan, plan.fits ? nullptr : &*buckets, options);
         result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", plan_seconds, 0, 0});
         report("done", 1);
         result.seconds = seconds_since(start);

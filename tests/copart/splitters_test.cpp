@@ -5,6 +5,7 @@
 #include "engine/src/copart/splitters.hpp"
 
 #include "common/seed.hpp"
+#include "copart/copart_test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -216,14 +217,7 @@ TEST(SampleKeys, StratifiedSampleOfSortedInputCoversTheRange) {
   }
 }
 
-/// Scratch sizes of a fake device: proportional to rows.
-ScratchSizes fake_scratch() {
-  ScratchSizes s;
-  s.sort = [](std::int64_t rows, int, int) { return static_cast<std::size_t>(rows) * 2 + 1024; };
-  s.partition = [](std::int64_t rows, int gpus) { return static_cast<std::size_t>(rows / 256 + 1) * gpus * 16; };
-  s.scan = [](std::uint64_t n) { return static_cast<std::size_t>(n / 64 + 1024); };
-  return s;
-}
+using test::fake_scratch;
 
 TEST(PlanCopart, CountMovesKeysOnlyAndMaterializeMovesPayloads) {
   Keys rk(100'000), rp(100'000), sk(50'000), sp(50'000);

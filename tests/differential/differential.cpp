@@ -117,9 +117,10 @@ Case draw_case(std::uint64_t seed, int gpus_max, std::int64_t max_rows) {
   o.sort = power_of_two(c.gpus) ? pick(rng, {SortStrategy::Radix, SortStrategy::Merge}) : SortStrategy::Radix;
   o.exchange = c.gpus >= 2 && std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? Exchange::Nccl : Exchange::CopyEngines;
   o.payloads = pick(rng, {PayloadFlow::Auto, PayloadFlow::Carry, PayloadFlow::Late});
-  // A tight memory limit sends the paper flow out of core (several chunksets, the CPU merge).
+  // A tight memory limit sends the paper flow out of core (several chunksets, the CPU merge) and the
+  // co-partitioned flow into bucket groups (72 MiB: 8 MiB beside its slack holds no large relation).
   if (c.gpus > 0 && o.strategy != JoinStrategy::CoPartitioned && std::uniform_int_distribution<int>(0, 3)(rng) == 0)
-    c.memory_limit = pick(rng, {std::uint64_t{96} << 20, std::uint64_t{256} << 20});
+    c.memory_limit = pick(rng, {std::uint64_t{72} << 20, std::uint64_t{96} << 20, std::uint64_t{256} << 20});
   return c;
 }
 
@@ -323,8 +324,18 @@ class Engines {
   std::uint64_t default_limit_;
 };
 
-/// Runs one case; returns "" when it agrees with the reference, else what differs.
-std::string run_case(Case c, Engines& engines) {
+/// The flow that ran a join, from its result: cpu, paper, or co-partitioned in core, streamed or bucketed.
+std::string flow_of(const JoinResult& res, int gpus) {
+  if (gpus == 0) return "cpu";
+  if (res.strategy == JoinStrategy::Paper) return "paper";
+  for (const char* variant : {"bucketed", "streamed"})
+    if (res.strategy_reason.find(variant) != std::string::npos) return variant;
+  return "in core";
+}
+
+/// Runs one case; returns "" when it agrees with the reference, else what differs. `flow` gets the flow
+/// that ran it.
+std::string run_case(Case c, Engines& engines, std::string& flow) {
   Inputs in = make_inputs(c);
   Reference ref = reference(in.r, in.s, false);
   if (ref.count > kMaxOutputRows) c.options.output = OutputMode::Count;
@@ -339,6 +350,7 @@ std::string run_case(Case c, Engines& engines) {
   } else {
     res = engines.get(c.gpus, c.memory_limit).join(r.view(), s.view(), c.options);
   }
+  flow = flow_of(res, c.gpus);
   if (res.count != ref.count)
     return "count " + std::to_string(res.count) + ", reference " + std::to_string(ref.count);
   if (!expand) return "";
@@ -400,15 +412,16 @@ int main(int argc, char** argv) try {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (args.minutes > 0 && elapsed > args.minutes * 60) break;
     const Case c = draw_case(mix(args.seed + k), args.gpus_max, args.max_rows);
-    std::string problem;
+    std::string problem, flow = "threw";
     try {
-      problem = run_case(c, engines);
+      problem = run_case(c, engines, flow);
     } catch (const std::exception& e) {
       problem = std::string("threw: ") + e.what();
     }
     ++ran;
     ++by_kind["gpus " + std::to_string(c.gpus)];
     ++by_kind[std::string(strategy_name(c.options.strategy))];
+    ++by_kind["ran " + flow];
     if (!problem.empty()) {
       ++failed;
       std::printf("MISMATCH case %llu (replay: --seed %llu --case %llu): %s\n  %s\n", static_cast<unsigned long long>(k),

@@ -282,21 +282,30 @@ TEST(EngineOptionsPerEngine, AJoinAskingForOtherGpusIsRefused) {
   EXPECT_THROW(engine.join(r.view(), s.view(), other), InputError);
 }
 
-TEST(CopartPlanner, TooLargeForTheGpusTakesThePaperFlow) {
+TEST(CopartPlanner, TooLargeForTheGpusBucketsAndRefusesOnlyWhatNothingFits) {
   MGJOIN_REQUIRE_GPUS(1);
   const std::uint64_t seed = announce_seed();
   const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 2e-2, .seed = seed});
-  // 2·10^7 8-byte keys per relation: neither both (320 MB) nor one with the 64 MiB slack (224 MB) fits.
-  const std::uint64_t limit = 192ull << 20;
+  // 2·10^7 8-byte keys per relation: neither both (320 MB) nor one with the 64 MiB slack (224 MB) fits;
+  // bucket groups of a few tens of MB do.
   JoinOptions options;
   options.gpus = 1;
-  options.gpu_memory_limit = limit;
+  options.gpu_memory_limit = 192ull << 20;
   options.output = OutputMode::Count;
-  Relation r = copy_of(w.r), s = copy_of(w.s);
-  const JoinResult result = join(r.view(), s.view(), options);
-  EXPECT_EQ(result.strategy, JoinStrategy::Paper);
-  EXPECT_NE(result.strategy_reason.find("not in core"), std::string::npos) << result.strategy_reason;
-  EXPECT_EQ(result.count, static_cast<std::uint64_t>(w.s.size()));  // selectivity 1: every S row matches once
+  for (const JoinStrategy strategy : {JoinStrategy::Auto, JoinStrategy::CoPartitioned, JoinStrategy::Paper}) {
+    options.strategy = strategy;
+    Relation r = copy_of(w.r), s = copy_of(w.s);
+    const JoinResult result = join(r.view(), s.view(), options);
+    SCOPED_TRACE(result.strategy_reason);
+    EXPECT_EQ(result.strategy, strategy == JoinStrategy::Paper ? JoinStrategy::Paper : JoinStrategy::CoPartitioned);
+    if (strategy != JoinStrategy::Paper) {
+      EXPECT_NE(result.strategy_reason.find("not in core"), std::string::npos);
+      EXPECT_NE(result.strategy_reason.find("co-partitioned, bucketed"), std::string::npos);
+    }
+    EXPECT_EQ(result.count, static_cast<std::uint64_t>(w.s.size()));  // selectivity 1: every S row matches once
+  }
+  // 2 MiB beside the slack: no bucket group fits; asked for, the co-partitioned flow is refused up front.
+  options.gpu_memory_limit = 66ull << 20;
   options.strategy = JoinStrategy::CoPartitioned;
   Relation r2 = copy_of(w.r), s2 = copy_of(w.s);
   EXPECT_THROW(join(r2.view(), s2.view(), options), InputError);

@@ -11,6 +11,8 @@
 // is sorted, joined against X's runs and (materialize) written out.
 #include "engine/src/copart/copart_join.hpp"
 
+#include "engine/src/copart/chunk_slot.hpp"
+
 #include "alloc/stack_buffer.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/sort/local_sort.hpp"
@@ -75,12 +77,8 @@ struct Round {
   std::vector<SegmentCopy> segments;
 };
 
-/// One of a GPU's two chunk slots.
-struct Slot {
-  DeviceBuffer in_keys, in_payload, out_keys, out_payload, scratch, segments;
-  PinnedBuffer segments_host;
-  std::int64_t rows = 0;  ///< rows of the chunk now in it (0: unused this round)
-  gpu::Event h2d_done, part_done;
+/// One of a GPU's two chunk slots, and when its segments have gone to their owners.
+struct Slot : ChunkSlot {
   std::vector<gpu::Event> sent;  ///< per destination, on its lane: the copies out of this slot are done
   bool sent_recorded = false;
 };
@@ -146,72 +144,6 @@ struct Gpu {
   std::array<bool, 2> consumed_recorded{};
   DeviceBuffer landing_alt_keys, landing_alt_payload, landing_temp;
   OutputArrays out;
-};
-
-/// The streamed variant's result columns. Their length is known only once the last round is joined:
-/// they are taken when the first rows come, pinned (the GPUs' windows go straight into them, and the
-/// pinned cache serves the next join), as long as the rows so far extrapolated to the whole stream plus
-/// a margin, and grown (copying what is written) when that falls short; truncated at the end.
-class StreamOutput {
- public:
-  StreamOutput(const RelationView& r, const RelationView& s, const CopartPlan& plan, JoinResult& result)
-      : result_(result), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
-        present_{true, plan.r.payload_bytes > 0, plan.s.payload_bytes > 0},
-        row_bytes_(static_cast<std::uint64_t>(plan.r.key_bytes) + plan.r.payload_bytes + plan.s.payload_bytes) {}
-
-  /// Output rows [base, base + rows) for one part of the output, `streamed` (0, 1] of the stream having
-  /// arrived; returns base. Not thread-safe: called between writers.
-  /// @throw OutOfMemory when host memory cannot hold the rows (checked before they are taken).
-  std::uint64_t reserve(std::uint64_t rows, double streamed) {
-    CheckedSum end{next_};
-    end.add(rows);
-    if (end.overflowed) detail::throw_output_overflow("the streamed rounds");
-    if (end.value > capacity_) {
-      const double guess = static_cast<double>(end.value) / std::max(streamed, 1e-9) * 1.05 + 1024;
-      const auto wanted = std::max({end.value, capacity_ + capacity_ / 2,
-                                    static_cast<std::uint64_t>(std::min(guess, 1.8e19))});
-      // The pinned cache may hold blocks of a previous join's output: taking from it needs no new
-      // memory, so the guess is tried first and the exact need (checked, or refused) after it.
-      try {
-        take(wanted);
-      } catch (const OutOfMemory&) {
-        take(end.value);
-      }
-    }
-    return std::exchange(next_, end.value);
-  }
-
-  /// Cuts the columns to the rows written.
-  void finish() {
-    if (capacity_ == 0) take(0);
-    for (HostColumn* c : columns())
-      if (c->size()) c->truncate(static_cast<std::int64_t>(next_));
-    result_.count = next_;
-  }
-
- private:
-  std::array<HostColumn*, 3> columns() { return {&result_.key, &result_.r_payload, &result_.s_payload}; }
-
-  /// New columns of `rows` rows holding the rows written so far.
-  void take(std::uint64_t rows) {
-    const std::int64_t n = detail::output_rows(rows, row_bytes_);
-    std::vector<ByteCopy> copies;
-    std::array<HostColumn, 3> fresh;
-    for (int c = 0; c < 3; ++c) {
-      if (!present_[c]) continue;
-      fresh[c] = HostColumn::allocate(types_[c], n, MemoryKind::Pinned);
-      copies.push_back({fresh[c].as<std::byte>(), columns()[c]->as<std::byte>(), next_ * dtype_size(types_[c])});
-    }
-    if (next_) copy_in_blocks(copies);
-    for (int c = 0; c < 3; ++c) *columns()[c] = std::move(fresh[c]);
-    capacity_ = rows;
-  }
-
-  JoinResult& result_;
-  std::array<DType, 3> types_;
-  std::array<bool, 3> present_;
-  std::uint64_t row_bytes_;
-  std::uint64_t capacity_ = 0, next_ = 0;
 };
 
 class Flow {
@@ -325,15 +257,17 @@ class Flow {
     return counts;
   }
 
-  /// Materializes the output into result columns (key order: GPU by GPU, each in probe-row order).
-  void materialize(JoinResult& result, PhaseStat& stat);
+  /// Materializes the output into `out`'s columns (key order: GPU by GPU, each in probe-row order);
+  /// returns its rows.
+  std::uint64_t materialize(OutputColumns& out, const OutputInto& into, PhaseStat& stat);
 
   /// Streamed: once X is sorted, gives its sort buffers back and takes the landings of Y, their sort
   /// buffers and (materialize) the match arrays. Expects wait_transfer() first.
   void begin_stream(OutputMode output);
   /// Streamed: brings Y through round by round, joins each round against every run of X and counts
-  /// or writes the output (result.count, and the columns for Materialize).
-  void stream(OutputMode output, JoinResult& result);
+  /// (result.count) or writes the output into `out`'s columns (`into` says what share of the input
+  /// this run is).
+  void stream(JoinResult& result, OutputColumns* out, const OutputInto& into);
 
   /// Late payloads: from the start of S's sort until the last payload arrived, on the slowest GPU.
   double late_payload_seconds() const {
@@ -431,19 +365,10 @@ class Flow {
   }
 
   void make_slot(Gpu& gpu, Slot& slot) {
-    const std::int64_t chunk = plan_.chunk_rows;
-    const int key_bytes = std::max(plan_.r.key_bytes, plan_.s.key_bytes);
-    const int payload_bytes = std::max(plan_.r.payload_bytes, plan_.s.payload_bytes);
-    const int copies = std::max(plan_.sizes.max_copies[0], plan_.sizes.max_copies[1]);
-    slot.in_keys = DeviceBuffer(*gpu.memory, chunk * key_bytes);
-    if (payload_bytes) slot.in_payload = DeviceBuffer(*gpu.memory, chunk * payload_bytes);
-    slot.out_keys = DeviceBuffer(*gpu.memory, chunk * copies * key_bytes);
-    if (payload_bytes) slot.out_payload = DeviceBuffer(*gpu.memory, chunk * copies * payload_bytes);
-    slot.scratch = DeviceBuffer(*gpu.memory, partition_scratch_bytes(chunk, g_));
-    slot.segments = DeviceBuffer(*gpu.memory, (g_ + 1) * sizeof(std::uint64_t));
-    slot.segments_host = PinnedBuffer(*gpu.pinned, (g_ + 1) * sizeof(std::uint64_t));
-    slot.h2d_done = gpu::Event(gpu.device, false);
-    slot.part_done = gpu::Event(gpu.device, false);
+    static_cast<ChunkSlot&>(slot) =
+        ChunkSlot(gpu.device, *gpu.memory, *gpu.pinned, plan_.chunk_rows, std::max(plan_.r.key_bytes, plan_.s.key_bytes),
+                  std::max(plan_.r.payload_bytes, plan_.s.payload_bytes),
+                  std::max(plan_.sizes.max_copies[0], plan_.sizes.max_copies[1]), g_);
     for (int d = 0; d < g_; ++d) slot.sent.emplace_back(ctx_.devices[d], false);
   }
 
@@ -573,40 +498,18 @@ class Flow {
     const Widths w = key_pass_widths(side);
     // The slot's input is free once its last partition has read it; its output once sent.
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.h2d, slot.part_done, 0));
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.in_keys.data(), at(relation(side).key.data, first, w.key_bytes),
-                                    rows * w.key_bytes, cudaMemcpyHostToDevice, gpu.h2d));
-    if (w.payload_bytes)
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.in_payload.data(), at(host_payload(side), first, w.payload_bytes),
-                                      rows * w.payload_bytes, cudaMemcpyHostToDevice, gpu.h2d));
-    slot.h2d_done.record(gpu.h2d);
-    bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
-
+    bytes_in_ += slot.copy_in(relation(side), w, first, rows, gpu.h2d);
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, slot.h2d_done, 0));
     if (slot.sent_recorded)
       for (auto& e : slot.sent) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, e, 0));
-    PartitionArgs args;
-    args.widths = w;
-    args.side = side;
-    args.key_xor = key_xor_;
-    args.keys = slot.in_keys.data();
-    args.payload = w.payload_bytes ? slot.in_payload.data() : nullptr;
-    args.n = rows;
-    args.first_row = static_cast<std::uint64_t>(first);
-    args.keys_out = slot.out_keys.data();
-    args.payload_out = w.payload_bytes ? slot.out_payload.data() : nullptr;
-    args.segments = reinterpret_cast<std::uint64_t*>(slot.segments.data());
+    PartitionArgs args = slot.partition_args(w, side, key_xor_, first);
     DeviceBuffer& map = gpu.maps[static_cast<int>(side)];
     if (!map.empty()) {
       args.source_out = reinterpret_cast<std::uint32_t*>(map.data()) + chunk.map_row;
       // Fixed stride per chunk: the plan sized the map for every chunk's most copies.
       gpu.map_filled[static_cast<int>(side)] += static_cast<std::uint64_t>(plan_.chunk_rows) * plan_.sizes.max_copies[static_cast<int>(side)];
     }
-    args.scratch = slot.scratch.data();
-    args.scratch_bytes = slot.scratch.size();
-    partition_chunk(plan_.partitions, args, gpu.part);
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.segments_host.data(), slot.segments.data(), (g_ + 1) * sizeof(std::uint64_t),
-                                    cudaMemcpyDeviceToHost, gpu.part));
-    slot.part_done.record(gpu.part);
+    slot.partition(plan_.partitions, args, gpu.part);
   }
 
   /// Sends every GPU's segments of slot b (round `t` of `side`) to their owners, appending to the
@@ -813,7 +716,7 @@ class Flow {
   void sort_landing(Gpu& gpu, int lb);
   void count_round(int lb);
   /// `before` and `after`: the share of Y that had arrived before this round and after it.
-  void output_round(int lb, StreamOutput& out, JoinResult& result, double before, double after);
+  void output_round(int lb, OutputColumns& out, double before, double after);
   void consumed(Gpu& gpu, int lb) {
     gpu.consumed[lb].record(gpu.work);
     gpu.consumed_recorded[lb] = true;
@@ -835,7 +738,7 @@ class Flow {
   std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0;
 };
 
-void Flow::materialize(JoinResult& result, PhaseStat& stat) {
+std::uint64_t Flow::materialize(OutputColumns& out, const OutputInto& into, PhaseStat& stat) {
   const auto t0 = Clock::now();
   std::vector<OutputArrays> arrays(g_);
   std::vector<MatchArrays> views(g_);
@@ -853,23 +756,18 @@ void Flow::materialize(JoinResult& result, PhaseStat& stat) {
     bases[d] = total;
     total += counts.per_gpu[d];
   }
-  result.count = total;
-  const RelationView& r = relation(Side::R);
-  const RelationView& s = relation(Side::S);
   const std::uint64_t row_bytes = plan_.r.key_bytes + plan_.r.payload_bytes + plan_.s.payload_bytes;
   mgjoin::detail::expect_output_memory(total, row_bytes);
-  const std::int64_t rows = mgjoin::detail::output_rows(total, row_bytes);
   // Pinned result columns (from the pinned cache after the first join) take the windows straight
   // from the GPUs; pageable ones (no pinned memory to be had) go through the pinned staging.
-  result.key = HostColumn::allocate(r.key.type, rows, MemoryKind::Pinned);
-  if (plan_.r.payload_bytes) result.r_payload = HostColumn::allocate(r.payload->type, rows, MemoryKind::Pinned);
-  if (plan_.s.payload_bytes) result.s_payload = HostColumn::allocate(s.payload->type, rows, MemoryKind::Pinned);
+  const std::uint64_t base = out.reserve(total, into.after);
   on_every_gpu([&](int d) {
     const OutputWindowArgs common = window_args(whole(gpus_[d], x_side()), whole(gpus_[d], plan_.probe), arrays[d]);
-    write_windows(gpus_[d], common, bases[d], counts.per_gpu[d], result);
+    write_windows(gpus_[d], common, base + bases[d], counts.per_gpu[d], out.result());
   });
   stat.seconds = seconds_since(t0);
-  stat.bytes_pcie = result.key.bytes() + result.r_payload.bytes() + result.s_payload.bytes();
+  stat.bytes_pcie = total * row_bytes;
+  return total;
 }
 
 void Flow::begin_stream(OutputMode output) {
@@ -894,12 +792,10 @@ void Flow::begin_stream(OutputMode output) {
   }
 }
 
-void Flow::stream(OutputMode output, JoinResult& result) {
+void Flow::stream(JoinResult& result, OutputColumns* out, const OutputInto& into) {
   const std::int64_t n = relation(plan_.probe).size();
   const std::int64_t per_round = plan_.chunk_rows * g_;
   const std::int64_t rounds = (n + per_round - 1) / per_round;
-  std::optional<StreamOutput> out;
-  if (output == OutputMode::Materialize) out.emplace(relation(Side::R), relation(Side::S), plan_, result);
   // Round t's chunks are issued before round t - 1 is joined, so that they cross while it is.
   int pending_slot = -1;
   for (std::int64_t t = 0; t <= rounds; ++t) {
@@ -909,17 +805,14 @@ void Flow::stream(OutputMode output, JoinResult& result) {
       const int lb = static_cast<int>((t - 1) % 2);
       if (g_ > 1) land_round(pending_slot, t - 1);
       if (out)
-        output_round(lb, *out, result, static_cast<double>((t - 1) * per_round) / static_cast<double>(n),
-                     static_cast<double>(std::min(n, t * per_round)) / static_cast<double>(n));
+        output_round(lb, *out, into.at(static_cast<double>((t - 1) * per_round) / static_cast<double>(n)),
+                     into.at(static_cast<double>(std::min(n, t * per_round)) / static_cast<double>(n)));
       else
         count_round(lb);
     }
     pending_slot = slot;
   }
-  if (out) {
-    out->finish();
-    return;
-  }
+  if (out) return;
   std::vector<mgjoin::detail::TupleCounter> counters;
   for (auto& gpu : gpus_) counters.push_back(read_counter(gpu));
   result.count = mgjoin::detail::total_tuples(counters, {});
@@ -993,7 +886,7 @@ void Flow::count_round(int lb) {
 
 /// Joins landing lb with X's runs one run at a time: every GPU counts and scans its pair, the host
 /// places each GPU's rows in the output, and every GPU writes them out (one thread each).
-void Flow::output_round(int lb, StreamOutput& out, JoinResult& result, double before, double after) {
+void Flow::output_round(int lb, OutputColumns& out, double before, double after) {
   for (auto& gpu : gpus_) {
     gpu::DeviceGuard guard(gpu.device);
     sort_landing(gpu, lb);
@@ -1018,7 +911,7 @@ void Flow::output_round(int lb, StreamOutput& out, JoinResult& result, double be
       bases[d] = out.reserve(counts[d], before + (after - before) * (i + 1) / runs());
     }
     on_every_gpu([&](int d) {
-      if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].out), bases[d], counts[d], result);
+      if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].out), bases[d], counts[d], out.result());
     });
   }
   for (auto& gpu : gpus_) {
@@ -1134,6 +1027,57 @@ void Flow::write_windows(Gpu& gpu, const OutputWindowArgs& common, std::uint64_t
 
 }  // namespace
 
+OutputColumns::OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw,
+                             JoinResult& result)
+    : result_(result), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
+      present_{true, rw.payload_bytes > 0, sw.payload_bytes > 0},
+      row_bytes_(static_cast<std::uint64_t>(rw.key_bytes) + rw.payload_bytes + sw.payload_bytes) {}
+
+std::uint64_t OutputColumns::reserve(std::uint64_t rows, double arrived) {
+  CheckedSum end{next_};
+  end.add(rows);
+  if (end.overflowed) detail::throw_output_overflow("the joined parts");
+  if (end.value > capacity_) {
+    std::uint64_t wanted = end.value;
+    if (arrived < 1) {
+      const double guess = static_cast<double>(end.value) / std::max(arrived, 1e-9) * 1.05 + 1024;
+      wanted = std::max({end.value, capacity_ + capacity_ / 2, static_cast<std::uint64_t>(std::min(guess, 1.8e19))});
+    }
+    // The pinned cache may hold blocks of a previous join's output: taking from it needs no new
+    // memory, so the guess is tried first and the exact need (checked, or refused) after it.
+    try {
+      take(wanted);
+    } catch (const OutOfMemory&) {
+      if (wanted == end.value) throw;
+      take(end.value);
+    }
+  }
+  return std::exchange(next_, end.value);
+}
+
+void OutputColumns::finish() {
+  if (capacity_ == 0) take(0);
+  for (HostColumn* c : {&result_.key, &result_.r_payload, &result_.s_payload})
+    if (c->size()) c->truncate(static_cast<std::int64_t>(next_));
+  result_.count = next_;
+}
+
+/// New columns of `rows` rows holding the rows written so far.
+void OutputColumns::take(std::uint64_t rows) {
+  const std::int64_t n = detail::output_rows(rows, row_bytes_);
+  const std::array<HostColumn*, 3> columns{&result_.key, &result_.r_payload, &result_.s_payload};
+  std::vector<ByteCopy> copies;
+  std::array<HostColumn, 3> fresh;
+  for (int c = 0; c < 3; ++c) {
+    if (!present_[c]) continue;
+    fresh[c] = HostColumn::allocate(types_[c], n, MemoryKind::Pinned);
+    copies.push_back({fresh[c].as<std::byte>(), columns[c]->as<std::byte>(), next_ * dtype_size(types_[c])});
+  }
+  if (next_) copy_in_blocks(copies);
+  for (int c = 0; c < 3; ++c) *columns[c] = std::move(fresh[c]);
+  capacity_ = rows;
+}
+
 ScratchSizes device_scratch_sizes() {
   ScratchSizes s;
   s.sort = [](std::int64_t rows, int key_bytes, int payload_bytes) {
@@ -1154,31 +1098,32 @@ std::uint64_t pinned_bytes_needed(const CopartPlan& plan, OutputMode output) {
 namespace {
 
 /// The streamed variant: X in and sorted in runs, then Y through in rounds.
-void run_streamed(Flow& flow, const CopartPlan& plan, OutputMode output, JoinResult& result) {
+void run_streamed(Flow& flow, const CopartPlan& plan, OutputColumns* out, const OutputInto& into, JoinResult& result) {
   const auto t0 = Clock::now();
   const Side x = plan.probe == Side::S ? Side::R : Side::S;
   flow.transfer(x);
   flow.sort_partitions(x);
   flow.wait_transfer();
-  flow.begin_stream(output);
+  flow.begin_stream(out ? OutputMode::Materialize : OutputMode::Count);
   const double resident = seconds_since(t0);
   const std::uint64_t resident_in = flow.bytes_pcie_in(), resident_nvlink = flow.bytes_nvlink();
   mgjoin::detail::throw_if_cancelled();
   const auto t1 = Clock::now();
-  flow.stream(output, result);
+  const std::uint64_t rows_before = out ? out->rows() : 0;
+  flow.stream(result, out, into);
+  std::uint64_t bytes_out = 0;
+  if (out) {
+    result.count = out->rows() - rows_before;
+    bytes_out = result.count * (plan.r.key_bytes + plan.r.payload_bytes + plan.s.payload_bytes);
+  }
   result.phases.push_back({"copart.resident", resident, resident_in, resident_nvlink});
-  result.phases.push_back({"copart.stream", seconds_since(t1), flow.bytes_pcie_in() - resident_in + result.key.bytes() +
-                           result.r_payload.bytes() + result.s_payload.bytes(), flow.bytes_nvlink() - resident_nvlink});
+  result.phases.push_back({"copart.stream", seconds_since(t1), flow.bytes_pcie_in() - resident_in + bytes_out,
+                           flow.bytes_nvlink() - resident_nvlink});
 }
 
-}  // namespace
-
-void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
-                const CopartContext& context, JoinResult& result) {
-  MGJOIN_EXPECTS(output != OutputMode::Ranges, "the co-partitioned flow has no ranges output");
+/// The in-core flow: R in and sorted while S arrives, S sorted, joined, counted or written out.
+void run_in_core(Flow& flow, const CopartPlan& plan, OutputColumns* out, const OutputInto& into, JoinResult& result) {
   const auto t0 = Clock::now();
-  Flow flow(r, s, plan, context);
-  if (plan.streamed) return run_streamed(flow, plan, output, result);
   flow.transfer(Side::R);
   flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
   mgjoin::detail::throw_if_cancelled();
@@ -1194,15 +1139,29 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   flow.release_transfer_buffers();
   PhaseStat out_stat{"copart.output", 0, 0, 0};
   mgjoin::detail::throw_if_cancelled();
-  if (output == OutputMode::Materialize)
-    flow.materialize(result, out_stat);
-  else
-    result.count = flow.join({}).total;
+  result.count = out ? flow.materialize(*out, into, out_stat) : flow.join({}).total;
   result.phases.push_back({"copart.transfer", transfer, flow.bytes_pcie_in(), flow.bytes_nvlink()});
   result.phases.push_back({"copart.sort_tail", flow.tail_seconds(false), 0, 0});
   result.phases.push_back({"copart.join", flow.tail_seconds(true), 0, 0});
   if (plan.late) result.phases.push_back({"copart.late_payloads", flow.late_payload_seconds(), 0, 0});
-  if (output == OutputMode::Materialize) result.phases.push_back(out_stat);
+  if (out) result.phases.push_back(out_stat);
+}
+
+}  // namespace
+
+void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
+                const CopartContext& context, JoinResult& result, const OutputInto& into) {
+  MGJOIN_EXPECTS(output != OutputMode::Ranges, "the co-partitioned flow has no ranges output");
+  std::optional<OutputColumns> own;
+  OutputColumns* out = into.columns;
+  if (output == OutputMode::Materialize && !out) out = &own.emplace(r, s, plan.r, plan.s, result);
+  if (output != OutputMode::Materialize) out = nullptr;
+  Flow flow(r, s, plan, context);
+  if (plan.streamed)
+    run_streamed(flow, plan, out, into, result);
+  else
+    run_in_core(flow, plan, out, into, result);
+  if (own) own->finish();
 }
 
 }  // namespace mgjoin::copart

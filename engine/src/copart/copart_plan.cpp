@@ -1,5 +1,6 @@
 // plan_copart: splitters, buffer sizes and the in-core decision of the co-partitioned flow, from sizes
 // and samples alone (no GPU needed: CUB's scratch sizes come in through ScratchSizes).
+#include "engine/src/copart/bucket_join.hpp"
 #include "engine/src/copart/copart_join.hpp"
 
 #include <mgjoin/error.hpp>
@@ -14,6 +15,7 @@ namespace {
 constexpr std::int64_t kRoundsWanted = 8;
 constexpr std::int64_t kMinChunkRows = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxChunkRows = std::int64_t{1} << 25;
+constexpr std::int64_t kMinPass1ChunkRows = std::int64_t{1} << 16;
 /// Output rows per window of one column: 8 Mi rows of 8 bytes is 64 MB, ~1.2 ms of D2H (a copy's fixed
 /// cost is ~1% of it).
 constexpr std::uint64_t kWindowRows = std::uint64_t{1} << 23;
@@ -171,7 +173,109 @@ void plan_streamed(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMo
               std::to_string(p.chunk_rows) + " rows per GPU, " + budget_text(p.budget[tightest], tightest, gpus, p.device_bytes, true);
 }
 
+/// A relation of `rows` rows with r's columns and no data: what the planner sees of a bucket group.
+RelationView sized_like(const RelationView& r, std::int64_t rows) {
+  RelationView v{{nullptr, rows, r.key.type}, std::nullopt};
+  if (r.payload) v.payload = MutableColumnView{nullptr, rows, r.payload->type};
+  return v;
+}
+
+/// Pass 1 of the bucketed flow on one GPU: two chunk slots (input, partitioned output with hot-key
+/// copies, partition scratch) of `chunk` rows over `groups` destinations.
+std::uint64_t pass1_bytes(const BucketPlan& p, std::int64_t chunk, const ScratchSizes& scratch) {
+  const auto rows = u64(chunk);
+  const std::uint64_t in = rows * std::max(width(p.r), width(p.s));
+  const std::uint64_t out = rows * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r), p.sizes.max_copies[1] * width(p.s));
+  return 2 * (in + out + scratch.partition(chunk, p.groups.gpus)) + kSlackBytes;
+}
+
+/// Cuts the key space into `q` groups; true when each group's sample fits the co-partitioned flow.
+/// `tightest` gets the plan of the group that needs the most (or the first that does not fit).
+bool shape_groups(BucketPlan& p, int q, const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
+                  const RelationView& s, int gpus, OutputMode output, std::uint64_t device_bytes,
+                  const ScratchSizes& scratch, PayloadFlow payloads, CopartPlan& tightest) {
+  p.groups = choose_plan(r_sample, s_sample, q);
+  p.sizes = estimate_sizes(p.groups, r_sample, s_sample);
+  std::uint64_t most = 0;
+  for (int g = 0; g < q; ++g) {
+    const std::int64_t rows[2] = {p.sizes.bound[0][g], p.sizes.bound[1][g]};
+    CopartPlan plan = plan_copart(group_sample(r_sample, Side::R, p.groups, g, rows[0]),
+                                  group_sample(s_sample, Side::S, p.groups, g, rows[1]), sized_like(r, rows[0]),
+                                  sized_like(s, rows[1]), gpus, output, device_bytes, scratch, payloads);
+    std::uint64_t peak = 0;
+    for (const GpuBudget& b : plan.budget) peak = std::max(peak, b.peak());
+    if (!plan.fits || peak >= most) {
+      most = peak;
+      tightest = std::move(plan);
+      if (!tightest.fits) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+KeySample group_sample(const KeySample& sample, Side side, const PartitionPlan& groups, int q, std::int64_t rows) {
+  KeySample out;
+  out.rows = rows;
+  for (std::size_t i = 0; i < sample.keys.size();) {
+    const std::uint64_t key = sample.keys[i];
+    std::size_t end = i;
+    while (end < sample.keys.size() && sample.keys[end] == key) ++end;
+    const Destinations d = destinations(groups, side, key, 0);
+    const HotKey* hot = nullptr;
+    for (int h = 0; h < groups.hot_count; ++h)
+      if (groups.hot[h].key == key && groups.hot[h].split_side == side) hot = &groups.hot[h];
+    for (std::size_t j = i; j < end; ++j) {
+      bool here = q >= d.first && q < d.first + d.count;
+      if (hot) {
+        // The j-th of c copies of a split key stands for the share of the hash at (j + 1/2) / c.
+        const auto u = static_cast<std::uint32_t>((static_cast<double>(j - i) + 0.5) / static_cast<double>(end - i) * kShareUnits);
+        int k = 0;
+        while (k < hot->span - 1 && u >= hot->cut[k]) ++k;
+        here = hot->first + k == q;
+      }
+      if (here) out.keys.push_back(key);
+    }
+    i = end;
+  }
+  return out;
+}
+
+BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r, const RelationView& s,
+                        int gpus, OutputMode output, std::uint64_t device_bytes, const ScratchSizes& scratch,
+                        PayloadFlow payloads, int groups) {
+  MGJOIN_EXPECTS(gpus >= 1 && gpus <= kMaxGpus, "the bucketed flow takes 1 to 16 GPUs");
+  MGJOIN_EXPECTS(groups == 0 || (groups >= 1 && groups <= kMaxBucketGroups), "1 to 16 bucket groups");
+  BucketPlan p;
+  p.device_bytes = device_bytes;
+  p.r = moved_widths(r, output);
+  p.s = moved_widths(s, output);
+  CopartPlan tightest;
+  const int first = groups ? groups : 2, last = groups ? groups : kMaxBucketGroups;
+  for (int q = first; q <= last && !p.fits; ++q)
+    p.fits = shape_groups(p, q, r_sample, s_sample, r, s, gpus, output, device_bytes, scratch, payloads, tightest);
+  const int q = p.groups.gpus;
+  for (int side = 0; side < 2; ++side)
+    for (int g = 0; g < q; ++g)
+      p.host_bytes += u64(p.sizes.bound[side][g]) * width(side == 0 ? p.r : p.s);
+  const std::int64_t larger = std::max(r.size(), s.size());
+  p.chunk_rows = std::clamp((larger + gpus * kRoundsWanted - 1) / (gpus * kRoundsWanted), kMinChunkRows, kMaxChunkRows);
+  // Pass 1 only partitions: smaller chunks cost little there, where the memory is tight.
+  while (p.chunk_rows > kMinPass1ChunkRows && pass1_bytes(p, p.chunk_rows, scratch) > device_bytes) p.chunk_rows /= 2;
+  p.pass1_device_bytes = pass1_bytes(p, p.chunk_rows, scratch);
+  if (p.pass1_device_bytes > device_bytes) p.fits = false;
+  // Pass 1 reads two slots' segment sizes; each group's flow its own (the same for every group).
+  p.pinned_bytes = std::max<std::uint64_t>(2 * 4096, pinned_bytes_needed(tightest, output));
+  const std::string head = std::to_string(q) + " bucket group(s) in " + gib(p.host_bytes) + " of pinned host buckets";
+  if (p.fits)
+    p.reason = "co-partitioned, bucketed: " + head + ", the tightest group " + tightest.reason;
+  else if (p.pass1_device_bytes > device_bytes)
+    p.reason = "not bucketed: pass 1's chunk slots need " + gib(p.pass1_device_bytes) + " per GPU of its " + gib(device_bytes);
+  else
+    p.reason = "not bucketed either: even " + head + " leave a group that does not fit (" + tightest.reason + ")";
+  return p;
+}
 
 CopartPlan plan_copart(const RelationView& r, const RelationView& s, int gpus, OutputMode output,
                        std::uint64_t device_bytes, const ScratchSizes& scratch, PayloadFlow payloads) {

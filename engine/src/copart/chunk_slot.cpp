@@ -1,0 +1,58 @@
+#include "engine/src/copart/chunk_slot.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <algorithm>
+
+namespace mgjoin::copart {
+
+ChunkSlot::ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::PinnedStackAllocator& pinned,
+                     std::int64_t chunk_rows, int key_bytes, int payload_bytes, int copies, int destinations) {
+  const auto chunk = static_cast<std::size_t>(chunk_rows);
+  in_keys = DeviceBuffer(memory, chunk * key_bytes);
+  if (payload_bytes) in_payload = DeviceBuffer(memory, chunk * payload_bytes);
+  out_keys = DeviceBuffer(memory, chunk * copies * key_bytes);
+  if (payload_bytes) out_payload = DeviceBuffer(memory, chunk * copies * payload_bytes);
+  scratch = DeviceBuffer(memory, std::max<std::size_t>(1, partition_scratch_bytes(chunk_rows, destinations)));
+  segments = DeviceBuffer(memory, (destinations + 1) * sizeof(std::uint64_t));
+  segments_host = PinnedBuffer(pinned, (destinations + 1) * sizeof(std::uint64_t));
+  h2d_done = gpu::Event(device, false);
+  part_done = gpu::Event(device, false);
+}
+
+std::uint64_t ChunkSlot::copy_in(const RelationView& rel, const Widths& w, std::int64_t first, std::int64_t n,
+                                 cudaStream_t h2d) {
+  MGJOIN_CUDA_TRY(cudaMemcpyAsync(in_keys.data(), row_at(rel.key.data, first, w.key_bytes), n * w.key_bytes,
+                                  cudaMemcpyHostToDevice, h2d));
+  if (w.payload_bytes)
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(in_payload.data(), row_at(rel.payload->data, first, w.payload_bytes), n * w.payload_bytes,
+                                    cudaMemcpyHostToDevice, h2d));
+  h2d_done.record(h2d);
+  return static_cast<std::uint64_t>(n) * (w.key_bytes + w.payload_bytes);
+}
+
+PartitionArgs ChunkSlot::partition_args(const Widths& w, Side side, std::uint64_t key_xor, std::int64_t first) const {
+  PartitionArgs args;
+  args.widths = w;
+  args.side = side;
+  args.key_xor = key_xor;
+  args.keys = in_keys.data();
+  args.payload = w.payload_bytes ? in_payload.data() : nullptr;
+  args.n = rows;
+  args.first_row = static_cast<std::uint64_t>(first);
+  args.keys_out = out_keys.data();
+  args.payload_out = w.payload_bytes ? out_payload.data() : nullptr;
+  args.segments = reinterpret_cast<std::uint64_t*>(segments.data());
+  args.scratch = scratch.data();
+  args.scratch_bytes = scratch.size();
+  return args;
+}
+
+void ChunkSlot::partition(const PartitionPlan& plan, const PartitionArgs& args, cudaStream_t part) {
+  partition_chunk(plan, args, part);
+  MGJOIN_CUDA_TRY(cudaMemcpyAsync(segments_host.data(), segments.data(), (plan.gpus + 1) * sizeof(std::uint64_t),
+                                  cudaMemcpyDeviceToHost, part));
+  part_done.record(part);
+}
+
+}  // namespace mgjoin::copart

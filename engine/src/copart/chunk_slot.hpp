@@ -1,0 +1,54 @@
+#pragma once
+// One GPU's slot for a chunk of a relation on its way through the partition kernel: the chunk as it
+// came H2D, its partitioned copy (hot-key copies included), the kernel's scratch and the segment sizes
+// (on the device, and in pinned memory for the host, which addresses the copies out by them). The
+// in-core and streamed flows send the segments to their owner GPUs; the bucketed flow's pass 1 sends
+// them out to host buckets. Each GPU keeps two, so that a chunk arrives while the other is partitioned.
+#include "alloc/stack_allocator.hpp"
+#include "alloc/stack_buffer.hpp"
+#include "core/device.hpp"
+#include "engine/src/copart/copart_kernels.hpp"
+
+#include <mgjoin/types.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mgjoin::copart {
+
+/// Row `row` of rows `width` bytes wide from `p`.
+inline std::byte* row_at(void* p, std::int64_t row, int width) {
+  return static_cast<std::byte*>(p) + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
+}
+inline const std::byte* row_at(const void* p, std::int64_t row, int width) {
+  return static_cast<const std::byte*>(p) + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
+}
+
+struct ChunkSlot {
+  using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
+  using PinnedBuffer = alloc::StackBuffer<std::byte, alloc::PinnedStackAllocator>;
+
+  DeviceBuffer in_keys, in_payload, out_keys, out_payload, scratch, segments;
+  PinnedBuffer segments_host;
+  std::int64_t rows = 0;  ///< rows of the chunk now in it (0: none this round)
+  gpu::Event h2d_done, part_done;
+
+  ChunkSlot() = default;
+  /// Buffers for chunks of up to `chunk_rows` rows of `key_bytes` + `payload_bytes` (0: none), each
+  /// copied to at most `copies` destinations of `destinations`.
+  ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::PinnedStackAllocator& pinned, std::int64_t chunk_rows,
+            int key_bytes, int payload_bytes, int copies, int destinations);
+
+  /// Rows [first, first + rows) of `rel` H2D into the slot on `h2d` (its keys, and its payloads when `w`
+  /// moves them); records h2d_done. Returns the bytes copied.
+  std::uint64_t copy_in(const RelationView& rel, const Widths& w, std::int64_t first, std::int64_t rows, cudaStream_t h2d);
+
+  /// The partition kernel's arguments for the chunk in the slot: `side`'s rows from `first` on.
+  PartitionArgs partition_args(const Widths& w, Side side, std::uint64_t key_xor, std::int64_t first) const;
+
+  /// Partitions the chunk by `plan` on `part` and copies its segment sizes to segments_host; records
+  /// part_done. `part` must already wait for h2d_done and for the output buffers to be free.
+  void partition(const PartitionPlan& plan, const PartitionArgs& args, cudaStream_t part);
+};
+
+}  // namespace mgjoin::copart

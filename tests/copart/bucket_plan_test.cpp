@@ -1,0 +1,174 @@
+// The bucketed flow's plan on the CPU: bucket groups cut from the sample so that each fits the GPUs,
+// the fewest that do, a key heavier than a group spread over several (its pairs still meeting in
+// exactly one group), the host memory the buckets take, and a refusal that says why.
+#include "engine/src/copart/bucket_join.hpp"
+#include "engine/src/copart/splitters.hpp"
+
+#include "common/seed.hpp"
+#include "copart/copart_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace mgjoin::copart {
+namespace {
+
+using Keys = std::vector<std::uint64_t>;
+
+using test::fake_scratch;
+
+RelationView view(Keys& k, Keys* payload = nullptr) {
+  RelationView v{{k.data(), static_cast<std::int64_t>(k.size()), DType::UInt64}, std::nullopt};
+  if (payload) v.payload = MutableColumnView{payload->data(), static_cast<std::int64_t>(payload->size()), DType::UInt64};
+  return v;
+}
+
+Keys uniform(std::mt19937_64& rng, std::size_t n, std::uint64_t hi) {
+  std::uniform_int_distribution<std::uint64_t> dist(0, hi);
+  Keys k(n);
+  for (auto& x : k) x = dist(rng);
+  return k;
+}
+
+/// Rows of each group per side, routed as pass 1 routes them (global row for the hot-key hash).
+std::vector<Keys> route(const PartitionPlan& groups, Side side, const Keys& keys) {
+  std::vector<Keys> out(groups.gpus);
+  for (std::size_t row = 0; row < keys.size(); ++row) {
+    const Destinations d = destinations(groups, side, keys[row], row);
+    for (int i = 0; i < d.count; ++i) out[d.first + i].push_back(keys[row]);
+  }
+  return out;
+}
+
+/// Pairs of equal keys (sorted copies walked together).
+std::uint64_t count_pairs(Keys r, Keys s) {
+  std::sort(r.begin(), r.end());
+  std::sort(s.begin(), s.end());
+  std::uint64_t n = 0;
+  for (std::size_t i = 0, j = 0; i < r.size() && j < s.size();) {
+    if (r[i] != s[j]) {
+      r[i] < s[j] ? ++i : ++j;
+      continue;
+    }
+    std::size_t i2 = i, j2 = j;
+    while (i2 < r.size() && r[i2] == r[i]) ++i2;
+    while (j2 < s.size() && s[j2] == s[j]) ++j2;
+    n += (i2 - i) * (j2 - j);
+    i = i2;
+    j = j2;
+  }
+  return n;
+}
+
+/// Every group's real rows stay within its bound, and the groups' joins add up to the join.
+void expect_groups_hold_and_meet_once(const BucketPlan& p, const Keys& r, const Keys& s) {
+  const auto rg = route(p.groups, Side::R, r), sg = route(p.groups, Side::S, s);
+  std::uint64_t pairs = 0;
+  for (int q = 0; q < p.groups.gpus; ++q) {
+    EXPECT_LE(static_cast<std::int64_t>(rg[q].size()), p.sizes.bound[0][q]) << "group " << q;
+    EXPECT_LE(static_cast<std::int64_t>(sg[q].size()), p.sizes.bound[1][q]) << "group " << q;
+    pairs += count_pairs(rg[q], sg[q]);
+  }
+  EXPECT_EQ(pairs, count_pairs(r, s)) << "hot keys " << p.groups.hot_count;
+}
+
+BucketPlan plan_for(Keys& r, Keys& s, int gpus, std::uint64_t bytes, int groups = 0,
+                    OutputMode output = OutputMode::Count) {
+  return plan_buckets(sample_keys(view(r).key, kSampleRows, 3), sample_keys(view(s).key, kSampleRows, 4), view(r), view(s),
+                      gpus, output, bytes, fake_scratch(), PayloadFlow::Auto, groups);
+}
+
+TEST(PlanBuckets, TheFewestGroupsThatFitEachJoinedInCore) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 8'000'000, 1ull << 40), s = uniform(rng, 8'000'000, 1ull << 40);
+  const std::uint64_t bytes = 112ull << 20;  // 128 MB of keys: neither in core nor streamed
+  const CopartPlan copart = plan_copart(view(r), view(s), 1, OutputMode::Count, bytes, fake_scratch());
+  ASSERT_FALSE(copart.fits) << copart.reason;
+  const BucketPlan p = plan_for(r, s, 1, bytes);
+  ASSERT_TRUE(p.fits) << p.reason;
+  EXPECT_GE(p.groups.gpus, 2);
+  EXPECT_NE(p.reason.find("co-partitioned, bucketed: " + std::to_string(p.groups.gpus) + " bucket group(s)"), std::string::npos) << p.reason;
+  // One group fewer does not fit.
+  if (p.groups.gpus > 2) {
+    EXPECT_FALSE(plan_for(r, s, 1, bytes, p.groups.gpus - 1).fits);
+  }
+  // The buckets hold every group's bound of keys (count: no payloads).
+  std::uint64_t bound_rows = 0;
+  for (int side = 0; side < 2; ++side)
+    for (const auto b : p.sizes.bound[side]) bound_rows += b;
+  EXPECT_EQ(p.host_bytes, bound_rows * 8);
+  EXPECT_GE(p.host_bytes, (r.size() + s.size()) * 8);
+  EXPECT_LE(p.pass1_device_bytes, bytes);
+  EXPECT_EQ(p.device_bytes, bytes);
+  expect_groups_hold_and_meet_once(p, r, s);
+}
+
+TEST(PlanBuckets, LessMemoryMeansMoreGroupsAndMaterializeCarriesPayloads) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 4'000'000, 1ull << 30), s = uniform(rng, 6'000'000, 1ull << 30);
+  Keys rp(r.size()), sp(s.size());
+  int previous = 0;
+  for (const std::uint64_t mib : {400, 200, 120, 90}) {
+    const BucketPlan p = plan_for(r, s, 1, mib << 20);
+    ASSERT_TRUE(p.fits) << mib << " MiB: " << p.reason;
+    EXPECT_GE(p.groups.gpus, previous) << mib << " MiB";
+    previous = p.groups.gpus;
+  }
+  EXPECT_GT(previous, 2);
+  const BucketPlan m = plan_buckets(sample_keys(view(r).key), sample_keys(view(s).key), view(r, &rp), view(s, &sp), 2,
+                                    OutputMode::Materialize, 512ull << 20, fake_scratch());
+  ASSERT_TRUE(m.fits) << m.reason;
+  EXPECT_EQ(m.r.payload_bytes, 8);
+  EXPECT_EQ(m.s.payload_bytes, 8);
+  std::uint64_t bound_rows = 0;
+  for (int side = 0; side < 2; ++side)
+    for (const auto b : m.sizes.bound[side]) bound_rows += b;
+  EXPECT_EQ(m.host_bytes, bound_rows * 16);
+}
+
+TEST(PlanBuckets, AKeyHeavierThanAGroupSpansGroupsAndItsPairsMeetOnce) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 3'000'000, 1ull << 32), s = uniform(rng, 9'000'000, 1ull << 32);
+  for (std::size_t i = 0; i < r.size(); i += 1000) r[i] = 77;  // 3000 R rows of the hot key
+  for (std::size_t i = 0; i < s.size(); i += 2) s[i] = 77;     // half of S: 36 MB of keys
+  const BucketPlan p = plan_for(r, s, 1, 96ull << 20);
+  ASSERT_TRUE(p.fits) << p.reason;
+  ASSERT_GE(p.groups.hot_count, 1);
+  EXPECT_EQ(p.groups.hot[0].key, 77u);
+  EXPECT_GE(p.groups.hot[0].span, 2);
+  EXPECT_EQ(p.groups.hot[0].split_side, Side::S);
+  EXPECT_GE(p.sizes.max_copies[0], p.groups.hot[0].span);  // R's rows of it go to every group of the span
+  expect_groups_hold_and_meet_once(p, r, s);
+}
+
+TEST(PlanBuckets, ForcedGroupsAndGroupSamplesPartitionTheSample) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 200'000, 5'000), s = uniform(rng, 300'000, 5'000);
+  for (std::size_t i = 0; i < s.size(); i += 3) s[i] = 4'000;  // a third of S
+  for (const int q : {2, 3, 7, 16}) {
+    const BucketPlan p = plan_for(r, s, 2, 1ull << 30, q);
+    ASSERT_TRUE(p.fits) << p.reason;
+    ASSERT_EQ(p.groups.gpus, q);
+    expect_groups_hold_and_meet_once(p, r, s);
+    // Each sampled key of S is in the groups' samples once, or in every group of its span (R's copies).
+    const KeySample sample = sample_keys(view(s).key, 4096, 9);
+    std::size_t total = 0;
+    for (int g = 0; g < q; ++g) total += group_sample(sample, Side::S, p.groups, g, 1).keys.size();
+    EXPECT_EQ(total, sample.keys.size()) << q << " groups";
+  }
+}
+
+TEST(PlanBuckets, RefusesWhatEvenSixteenGroupsCannotHoldAndSaysWhy) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 8'000'000, 1ull << 40), s = uniform(rng, 8'000'000, 1ull << 40);
+  const BucketPlan p = plan_for(r, s, 1, 68ull << 20);  // 4 MiB beside the slack
+  EXPECT_FALSE(p.fits);
+  EXPECT_NE(p.reason.find("not bucketed"), std::string::npos) << p.reason;
+}
+
+}  // namespace
+}  // namespace mgjoin::copart

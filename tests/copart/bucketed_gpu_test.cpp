@@ -1,0 +1,118 @@
+// The bucketed co-partitioned flow on the GPUs (pass 1 into pinned buckets, pass 2 joins group after
+// group) against a hash-multimap reference that shares no code with it. Two levels:
+// - BucketedFlow: plans forced into 2, 3 and many (7, 16) groups at small sizes, run on stacks of this
+//   test's own: random and adversarial inputs (flow_check.hpp; the hot key spans groups), count and
+//   materialized, g = 1 and 2;
+// - BucketedPlanner: through the public API, a GPU memory limit that holds neither relation makes the
+//   planner bucket (the limit found by the planner's own arithmetic), also with one key heavier than a
+//   group, and the answer is still the reference's.
+#include "engine/src/copart/bucket_join.hpp"
+
+
+#include <mgjoin/engine.hpp>
+#include <mgjoin/join.hpp>
+
+#include "common/engines.hpp"
+#include "common/gpu.hpp"
+#include "common/seed.hpp"
+#include "copart/copart_test_util.hpp"
+#include "copart/flow_check.hpp"
+#include "e2e/e2e_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+/// Joins R and S with the bucketed flow forced to `groups` groups on GPUs 0..g-1, on this test's stacks.
+JoinResult run_bucketed(const Relation& r, const Relation& s, int g, OutputMode output, int groups) {
+  OwnGpus gpus(g, r, s);
+  const RelationView rv = gpus.r(), sv = gpus.s();
+  const copart::BucketPlan plan =
+      copart::plan_buckets(copart::sample_keys(rv.key), copart::sample_keys(sv.key), rv, sv, g, output, OwnGpus::kDeviceBytes,
+                           copart::device_scratch_sizes(), PayloadFlow::Auto, groups);
+  EXPECT_TRUE(plan.fits) << plan.reason;
+  EXPECT_EQ(plan.groups.gpus, groups);
+  JoinResult result;
+  copart::run_bucketed(rv, sv, plan, output, PayloadFlow::Auto, gpus.context(plan.pinned_bytes), result);
+  const bool has_pass1 = std::any_of(result.phases.begin(), result.phases.end(), [](const PhaseStat& p) { return p.name == "bucket.pass1"; });
+  EXPECT_TRUE(has_pass1);
+  return result;
+}
+
+/// Count and materialized output of the bucketed flow against the reference, for the group counts given.
+void check_bucketed(const Relation& r, const Relation& s, const std::string& name, std::vector<int> group_counts = {2, 3, 16}) {
+  check_flow(r, s, name, group_counts, [&](int g, OutputMode output, int groups) { return run_bucketed(r, s, g, output, groups); },
+             [](int groups) { return std::to_string(groups) + " groups"; });
+}
+
+class BucketedFlow : public ::testing::Test {
+ protected:
+  void SetUp() override { MGJOIN_REQUIRE_GPUS(1); }
+};
+
+TEST_F(BucketedFlow, RandomKeys) {
+  std::mt19937_64 rng(announce_seed());
+  const auto r = uniform_keys<std::int64_t>(rng, 100'001, -60'000, 60'000);
+  const auto s = uniform_keys<std::int64_t>(rng, 150'003, -60'000, 60'000);
+  check_bucketed(relation_of(r, 8, 0), relation_of(s, 8, 1u << 30), "signed 8-byte keys", {2, 3, 7, 16});
+  const auto r32 = uniform_keys<std::uint32_t>(rng, 30'007, 0, 9'000), s32 = uniform_keys<std::uint32_t>(rng, 70'001, 0, 9'000);
+  check_bucketed(relation_of(r32, 0, 0), relation_of(s32, 8, 1u << 30), "4-byte keys, R without payload");
+}
+
+TEST_F(BucketedFlow, AdversarialInputs) {
+  std::mt19937_64 rng(announce_seed());
+  // The hot key holds half of S: more than one group's share, so it spans groups.
+  for (const FlowInput& in : adversarial_inputs(rng)) check_bucketed(in.r, in.s, in.name, in.small ? std::vector<int>{3} : std::vector<int>{3, 16});
+}
+
+/// The smallest GPU memory (in 8 MiB steps from 64 MiB) at which R and S do not fit the co-partitioned
+/// flow in core or streamed but do fit bucketed, by the planner's own arithmetic; 0 if none below 2 GiB.
+std::uint64_t bucketing_limit(const Relation& r, const Relation& s, int g, OutputMode output, bool want_hot) {
+  const RelationView rv = const_cast<Relation&>(r).view(), sv = const_cast<Relation&>(s).view();
+  const copart::KeySample rs = copart::sample_keys(rv.key), ss = copart::sample_keys(sv.key);
+  const copart::ScratchSizes scratch = copart::device_scratch_sizes();
+  for (std::uint64_t mib = 64; mib <= 2048; mib += 8) {
+    const std::uint64_t bytes = mib << 20;
+    if (copart::plan_copart(rs, ss, rv, sv, g, output, bytes, scratch).fits) return 0;
+    const copart::BucketPlan p = copart::plan_buckets(rs, ss, rv, sv, g, output, bytes, scratch);
+    if (p.fits && (!want_hot || p.groups.hot_count > 0)) return bytes;
+  }
+  return 0;
+}
+
+TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
+  MGJOIN_REQUIRE_GPUS(1);
+  std::mt19937_64 rng(announce_seed());
+  struct Case {
+    const char* name;
+    OutputMode output;
+    std::size_t rows;
+    bool hot;  ///< one key holds half of S: heavier than a group
+  };
+  for (const Case c : {Case{"count", OutputMode::Count, 6'000'000, false}, Case{"count, hot key", OutputMode::Count, 6'000'000, true},
+                       Case{"materialize", OutputMode::Materialize, 12'000'000, false}})
+    for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
+      auto rk = uniform_keys<std::uint64_t>(rng, c.rows, 0, 4 * c.rows), sk = uniform_keys<std::uint64_t>(rng, c.rows + 1, 0, 4 * c.rows);
+      if (c.hot) {
+        for (std::size_t i = 0; i < rk.size(); i += 100'000) rk[i] = 12345;
+        for (std::size_t i = 0; i < sk.size(); i += 2) sk[i] = 12345;
+      }
+      const int payload = c.output == OutputMode::Materialize ? 8 : 0;
+      const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
+      const std::uint64_t limit = bucketing_limit(r, s, g, c.output, c.hot);
+      SCOPED_TRACE(std::string(c.name) + ", g = " + std::to_string(g) + ", limit " + std::to_string(limit >> 20) + " MiB");
+      ASSERT_GT(limit, 0u) << "no GPU memory limit makes the planner bucket";
+      check_planned(r, s, g, limit, c.output, "co-partitioned, bucketed");
+    }
+}
+
+}  // namespace
+}  // namespace mgjoin::test

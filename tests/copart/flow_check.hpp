@@ -1,0 +1,142 @@
+#pragma once
+// The GPU suites' check of a co-partitioned variant: its count and its materialized output against the
+// hash-multimap reference (e2e_util.hpp), on one GPU and, where there are two, on two.
+#include "alloc/stack_allocator.hpp"
+#include "alloc/stack_set.hpp"
+#include "engine/src/copart/copart_join.hpp"
+#include "p2p/nccl_comms.hpp"
+#include "p2p/peer_access.hpp"
+
+#include "common/engines.hpp"
+#include "common/gpu.hpp"
+#include "copart/copart_test_util.hpp"
+#include "e2e/e2e_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+
+/// GPUs 0..g-1 with stacks of this test's own (kDeviceBytes each; `pinned_bytes` pinned per GPU) for
+/// running a variant directly, and copies of R and S to run it on (checked untouched at the end).
+class OwnGpus {
+ public:
+  static constexpr std::uint64_t kDeviceBytes = 2ull << 30;
+
+  OwnGpus(int g, const Relation& r, const Relation& s) : devices_(make_ids(g)), peers_(devices_), r_(r), s_(s), rc_(copy_of(r)), sc_(copy_of(s)) {
+    for (const int d : devices_) device_.add(d, kDeviceBytes);
+  }
+  ~OwnGpus() {
+    EXPECT_EQ(std::memcmp(rc_.key.data(), r_.key.data(), r_.key.bytes()), 0) << "the join modified R's keys";
+    EXPECT_EQ(std::memcmp(sc_.key.data(), s_.key.data(), s_.key.bytes()), 0) << "the join modified S's keys";
+  }
+
+  RelationView r() { return rc_.view(); }
+  RelationView s() { return sc_.view(); }
+
+  /// The context of a run that takes `pinned_bytes` of pinned memory per GPU.
+  copart::CopartContext context(std::uint64_t pinned_bytes, Exchange exchange = Exchange::CopyEngines) {
+    for (std::size_t d = 0; d < devices_.size(); ++d) pinned_.add(pinned_bytes + (1u << 20), /*mapped=*/true);
+    if (exchange == Exchange::Nccl) comms_ = std::make_unique<p2p::NcclComms>(devices_);
+    return {devices_, device_.view(), pinned_.view(), exchange, comms_.get()};
+  }
+
+ private:
+  static std::vector<int> make_ids(int g) {
+    std::vector<int> ids(g);
+    std::iota(ids.begin(), ids.end(), 0);
+    return ids;
+  }
+
+  std::vector<int> devices_;
+  p2p::PeerAccess peers_;
+  alloc::StackSet<alloc::DeviceStackAllocator> device_;
+  alloc::StackSet<alloc::PinnedStackAllocator> pinned_;
+  std::unique_ptr<p2p::NcclComms> comms_;
+  const Relation &r_, &s_;
+  Relation rc_, sc_;
+};
+
+/// For g = 1..min(2, GPUs) and every shape: run(g, output, shape) must count and materialize what the
+/// reference joins; describe(shape) names the shape in failures.
+template <class Shape, class Run, class Describe>
+void check_flow(const Relation& r, const Relation& s, const std::string& name, const std::vector<Shape>& shapes,
+                Run run, Describe describe) {
+  const std::vector<Tuple> expected = reference_tuples(r, s);
+  for (int g = 1; g <= std::min(2, gpu_count()); ++g)
+    for (const Shape& shape : shapes) {
+      SCOPED_TRACE(name + ", g = " + std::to_string(g) + ", " + describe(shape));
+      EXPECT_EQ(run(g, OutputMode::Count, shape).count, expected.size());
+      const JoinResult m = run(g, OutputMode::Materialize, shape);
+      EXPECT_EQ(m.count, expected.size());
+      ASSERT_EQ(m.key.size(), static_cast<std::int64_t>(expected.size()));
+      EXPECT_TRUE(result_tuples(m) == expected) << "the output tuples differ from the reference";
+    }
+}
+
+/// Through the public API on `g` GPUs of `limit` bytes each: the planner takes the co-partitioned flow,
+/// its reason names `variant`, and the count (and the materialized output) are the reference's.
+inline void check_planned(const Relation& r, const Relation& s, int g, std::uint64_t limit, OutputMode output,
+                          const std::string& variant) {
+  const std::vector<Tuple> expected = reference_tuples(r, s);
+  Relation rc = copy_of(r), sc = copy_of(s);
+  JoinOptions options;
+  options.output = output;
+  const JoinResult result = shared_engines().get(g, limit).join(rc.view(), sc.view(), options);
+  SCOPED_TRACE("g = " + std::to_string(g) + ", limit " + std::to_string(limit >> 20) + " MiB: " + result.strategy_reason);
+  EXPECT_EQ(result.strategy, JoinStrategy::CoPartitioned);
+  EXPECT_NE(result.strategy_reason.find(variant), std::string::npos);
+  EXPECT_EQ(result.count, expected.size());
+  if (output == OutputMode::Materialize) {
+    EXPECT_TRUE(result_tuples(result) == expected) << "the output tuples differ from the reference";
+  }
+}
+
+/// A named pair of relations for check_flow.
+struct FlowInput {
+  std::string name;
+  Relation r, s;
+  bool small = false;  ///< a few rows or a few distinct keys: the variants' smallest shapes suffice
+};
+
+/// The adversarial inputs every co-partitioned variant is checked on: all keys equal, a hot key holding
+/// half of S, keys sharing their top bits, sorted R and reverse S, signed extremes, empty and one-row
+/// relations; sizes not divisible by 2.
+inline std::vector<FlowInput> adversarial_inputs(std::mt19937_64& rng) {
+  std::vector<FlowInput> in;
+  in.push_back({"all keys equal", relation_of(std::vector<std::int64_t>(41, 7), 8, 0),
+                relation_of(std::vector<std::int64_t>(20'001, 7), 8, 1u << 30), true});
+  auto r = uniform_keys<std::uint64_t>(rng, 20'001, 0, 100'000), s = uniform_keys<std::uint64_t>(rng, 120'001, 0, 100'000);
+  for (std::size_t i = 0; i < r.size(); i += 200) r[i] = 42;  // 101 R rows of the hot key
+  for (std::size_t i = 0; i < s.size(); i += 2) s[i] = 42;    // half of S
+  in.push_back({"hot key, half of S", relation_of(r, 8, 0), relation_of(s, 8, 1u << 30)});
+  auto top = uniform_keys<std::uint64_t>(rng, 8'001, 0, 3'000), s_top = uniform_keys<std::uint64_t>(rng, 40'001, 0, 3'000);
+  for (auto& k : top) k |= 0xfff0'0000'0000'0000ull;
+  for (auto& k : s_top) k |= 0xfff0'0000'0000'0000ull;
+  in.push_back({"keys sharing their top bits", relation_of(top, 8, 0), relation_of(s_top, 8, 1u << 30)});
+  std::vector<std::int32_t> sorted(9'001), reverse(30'001);
+  std::iota(sorted.begin(), sorted.end(), -4'500);
+  for (std::size_t i = 0; i < reverse.size(); ++i) reverse[i] = 15'000 - static_cast<std::int32_t>(i) / 2;
+  in.push_back({"sorted R, reverse S", relation_of(sorted, 8, 0), relation_of(reverse, 8, 1u << 30)});
+  using L = std::numeric_limits<std::int64_t>;
+  const std::vector<std::int64_t> ext{L::min(), L::max(), -1, 0, 1, L::min(), L::max()};
+  std::vector<std::int64_t> s_ext;
+  for (int i = 0; i < 10'001; ++i) s_ext.push_back(ext[i % ext.size()] + (i % 3 == 0 ? 0 : (i % 2 ? 1 : -1)));
+  in.push_back({"signed extremes", relation_of(ext, 8, 0), relation_of(s_ext, 8, 1u << 30), true});
+  const std::vector<std::uint64_t> none, one{5}, many(9'999, 5);
+  in.push_back({"empty R", relation_of(none, 8, 0), relation_of(many, 8, 0), true});
+  in.push_back({"empty S", relation_of(many, 8, 0), relation_of(none, 8, 0), true});
+  in.push_back({"one-row R", relation_of(one, 8, 0), relation_of(many, 8, 0), true});
+  in.push_back({"one-row S", relation_of(many, 8, 0), relation_of(one, 8, 0), true});
+  return in;
+}
+
+}  // namespace mgjoin::test
