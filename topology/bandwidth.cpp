@@ -67,7 +67,9 @@ class Bench {
   Bench(const Topology& t, const BandwidthOptions& o) : o_(o), n_(t.gpu_count()), peers_(all_devices(n_)) {
     for (int i = 0; i < n_; ++i) {
       streams_.emplace_back(i);
+      back_streams_.emplace_back(i);
       host_.emplace_back(t, i, o.bytes);
+      host_back_.emplace_back(t, i, o.bytes);
       device_.emplace_back(i, 2 * o.bytes);
     }
   }
@@ -108,6 +110,12 @@ class Bench {
   void d2h(int i, cudaStream_t s) {
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(host(i), dev(i), o_.bytes, cudaMemcpyDeviceToHost, s));
   }
+  // D2H of the device buffer's second half into a host buffer of its own, on a stream of its own:
+  // runs beside h2d(i) without touching its buffers.
+  void d2h_back(int i) {
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(host_back_[static_cast<std::size_t>(i)].data(), dev(i) + o_.bytes, o_.bytes,
+                                    cudaMemcpyDeviceToHost, back_streams_[static_cast<std::size_t>(i)]));
+  }
   // Copies `bytes` from i's source half (at offset src_off) into j's destination half (at dst_off).
   void peer(int i, int j, std::size_t src_off, std::size_t dst_off, std::size_t bytes, cudaStream_t s) {
     MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(dev(j) + o_.bytes + dst_off, j, dev(i) + src_off, i, bytes, s));
@@ -128,14 +136,15 @@ class Bench {
   char* host(int i) const { return host_[static_cast<std::size_t>(i)].data(); }
   void synchronize_all() {
     for (auto& s : streams_) s.synchronize();
+    for (auto& s : back_streams_) s.synchronize();
     for (auto& s : pair_streams_) s.synchronize();
   }
 
   const BandwidthOptions& o_;
   int n_;
   p2p::PeerAccess peers_;
-  std::vector<gpu::Stream> streams_;
-  std::vector<PinnedBuffer> host_;
+  std::vector<gpu::Stream> streams_, back_streams_;
+  std::vector<PinnedBuffer> host_, host_back_;
   std::vector<DeviceBuffer> device_;
   std::vector<gpu::Stream> pair_streams_;
 };
@@ -164,6 +173,13 @@ void measure_host_links(Bench& b, const BandwidthOptions& o, MeasuredBandwidths&
     for (int i = 0; i < b.n(); ++i) b.d2h(i, b.stream(i));
   }));
   report(o, "d2h all GPUs at once", m.d2h_all);
+  m.both_ways_all = gbps(2 * all_bytes, b.seconds_concurrent([&] {
+    for (int i = 0; i < b.n(); ++i) {
+      b.h2d(i, b.stream(i));
+      b.d2h_back(i);
+    }
+  }));
+  report(o, "h2d and d2h all GPUs at once, both summed", m.both_ways_all);
 }
 
 void measure_p2p_pairs(Bench& b, const BandwidthOptions& o, MeasuredBandwidths& m) {

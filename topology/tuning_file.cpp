@@ -45,7 +45,10 @@ json bandwidths_json(const MeasuredBandwidths& m) {
           {"d2h_all", m.d2h_all},
           {"p2p_one_way", matrix_json(m.p2p_one_way, n)},
           {"p2p_both_ways", matrix_json(m.p2p_both_ways, n)},
-          {"all_to_all", {{"gpus", m.all_to_all_set}, {"gbps", m.all_to_all}}}};
+          {"all_to_all", {{"gpus", m.all_to_all_set}, {"gbps", m.all_to_all}}},
+          {"both_ways_all", m.both_ways_all},
+          {"host_memcpy", m.host_memcpy},
+          {"cpu_merge", m.cpu_merge}};
 }
 
 MeasuredBandwidths bandwidths_from_json(const json& j, const std::string& source) {
@@ -60,6 +63,10 @@ MeasuredBandwidths bandwidths_from_json(const json& j, const std::string& source
   m.p2p_both_ways = matrix_flat(j.at("p2p_both_ways"), n, source + ": p2p_both_ways");
   m.all_to_all_set = j.at("all_to_all").at("gpus").get<std::vector<int>>();
   m.all_to_all = j.at("all_to_all").at("gbps").get<double>();
+  // Rates added after version 1's first files: 0 (not measured) where absent.
+  m.both_ways_all = j.value("both_ways_all", 0.0);
+  m.host_memcpy = j.value("host_memcpy", 0.0);
+  m.cpu_merge = j.value("cpu_merge", 0.0);
   return m;
 }
 

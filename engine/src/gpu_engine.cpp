@@ -8,6 +8,7 @@
 #include "alloc/stack_set.hpp"
 #include "engine/src/copart/bucket_join.hpp"
 #include "engine/src/copart/copart_join.hpp"
+#include "engine/src/cost_model.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/output_count.hpp"
@@ -164,10 +165,10 @@ struct Engine::Impl {
   /// (`buckets`, when set). Its pinned staging comes from the range stacks (grown once when a plan needs
   /// more).
   JoinResult join_copart(const RelationView& r, const RelationView& s, const copart::CopartPlan& plan,
-                         const copart::BucketPlan* buckets, const JoinOptions& options) {
+                         const copart::BucketPlan* buckets, const JoinOptions& options, const std::string& reason) {
     JoinResult result;
     result.strategy = JoinStrategy::CoPartitioned;
-    result.strategy_reason = buckets ? buckets->reason : plan.reason;
+    result.strategy_reason = reason;
     result.executor = "GPUs " + join_ids(devices) + " (co-partitioned, " + (buckets ? "bucketed, " : "") +
                       exchange_name(options.exchange) + " exchange)";
     const std::uint64_t pinned = buckets ? buckets->pinned_bytes : copart::pinned_bytes_needed(plan, options.output);
@@ -181,6 +182,32 @@ struct Engine::Impl {
     result.peak_host_bytes = range_bytes() + (buckets ? buckets->host_bytes : 0) + result.key.bytes() +
                              result.r_payload.bytes() + result.s_payload.bytes();
     return result;
+  }
+
+  /// Auto: weighs the co-partitioned plan (in core or streamed; bucketed when `buckets` is set) against
+  /// the paper flow by the cost model (cost_model.hpp). Adds both predictions to `reason`; false (with
+  /// `reason` naming the paper flow) when the paper flow is predicted faster.
+  bool cost_model_keeps_copart(const RelationView& r, const RelationView& s, const copart::CopartPlan& plan,
+                               const std::optional<copart::BucketPlan>& buckets, const JoinOptions& options,
+                               std::string& reason) const {
+    const detail::Rates rates = detail::rates_for(tuning ? &tuning->bandwidths : nullptr, static_cast<int>(devices.size()));
+    const bool payloads = options.output == OutputMode::Materialize;
+    const std::uint64_t moved = detail::moved_bytes(r, payloads) + detail::moved_bytes(s, payloads);
+    const double copart = detail::predict_seconds(detail::copart_traffic(moved, plan.fits ? 0 : buckets->host_bytes), rates);
+    double paper = 0;
+    try {
+      paper = detail::predict_seconds(detail::paper_traffic(r, s, this->plan(r, s)), rates);
+    } catch (const Error&) {
+      return true;  // the paper flow has no plan here
+    }
+    char text[160];
+    std::snprintf(text, sizeof text, "cost model (%s): %.3f s, the paper flow %.3f s", rates.source.c_str(), copart, paper);
+    if (paper < copart) {
+      reason = std::string("paper flow: ") + text;
+      return false;
+    }
+    reason += std::string("; ") + text;
+    return true;
   }
 
   /// Whether host memory holds `bytes` more; if not, `reason` says so and names the paper flow.
@@ -333,7 +360,9 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
       buckets = copart::plan_buckets(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads);
       reason = buckets->fits ? buckets->reason : plan.reason + "; " + buckets->reason;
     }
-    const bool fits = plan.fits || (buckets && buckets->fits);
+    bool fits = plan.fits || (buckets && buckets->fits);
+    if (fits && options.strategy == JoinStrategy::Auto && !e.cost_model_keeps_copart(r, s, plan, buckets, options, reason))
+      fits = false;
     const double plan_seconds = seconds_since(start);
     MGJOIN_INPUT_EXPECTS(fits || options.strategy != JoinStrategy::CoPartitioned,
                          "JoinOptions::strategy: R and S do not fit the GPUs for the co-partitioned flow (" + reason +
@@ -344,7 +373,7 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
     if (fits && host_fits) {
       try {
         report("co-partitioned join", 0);
-        JoinResult result = e.join_copart(r, s, plan, plan.fits ? nullptr : &*buckets, options);
+        JoinResult result = e.join_copart(r, s, plan, plan.fits ? nullptr : &*buckets, options, reason);
         result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", plan_seconds, 0, 0});
         report("done", 1);
         result.seconds = seconds_since(start);

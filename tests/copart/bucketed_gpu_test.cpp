@@ -10,6 +10,7 @@
 
 
 #include <mgjoin/engine.hpp>
+#include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
 
 #include "common/engines.hpp"
@@ -22,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -112,6 +114,49 @@ TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
       ASSERT_GT(limit, 0u) << "no GPU memory limit makes the planner bucket";
       check_planned(r, s, g, limit, c.output, "co-partitioned, bucketed");
     }
+}
+
+/// Host memory too small for the buckets: the co-partitioned flow asked for is refused before pass 1
+/// with the bytes it needs; auto says why it leaves the bucketed flow (here the paper flow's merge
+/// buffers do not fit either, and are refused the same way); the engine then joins right.
+TEST(BucketedPlanner, HostMemoryTooSmallForTheBucketsIsRefusedUpFront) {
+  MGJOIN_REQUIRE_GPUS(1);
+  std::mt19937_64 rng(announce_seed());
+  const Relation r = relation_of(uniform_keys<std::uint64_t>(rng, 6'000'000, 0, 24'000'000), 0, 0);
+  const Relation s = relation_of(uniform_keys<std::uint64_t>(rng, 6'000'001, 0, 24'000'000), 0, 0);
+  const std::uint64_t limit = bucketing_limit(r, s, 1, OutputMode::Count, false);
+  ASSERT_GT(limit, 0u);
+  Engine& engine = shared_engines().get(1, limit);
+  struct Unset {
+    ~Unset() { unsetenv("MGJOIN_HOST_MEMORY_LIMIT"); }
+  } unset;
+  setenv("MGJOIN_HOST_MEMORY_LIMIT", "1M", 1);  // below what the process holds: no room at all
+  for (const JoinStrategy strategy : {JoinStrategy::CoPartitioned, JoinStrategy::Auto}) {
+    JoinOptions options;
+    options.strategy = strategy;
+    options.output = OutputMode::Count;
+    Relation rc = copy_of(r), sc = copy_of(s);
+    try {
+      // Auto may run the paper flow where it needs no host memory beside the inputs (one chunkset).
+      const JoinResult result = engine.join(rc.view(), sc.view(), options);
+      EXPECT_EQ(strategy, JoinStrategy::Auto) << "a co-partitioned join ran with no host memory for its buckets";
+      EXPECT_EQ(result.strategy, JoinStrategy::Paper);
+      EXPECT_NE(result.strategy_reason.find("the bucketed flow's pinned buckets"), std::string::npos) << result.strategy_reason;
+    } catch (const OutOfMemory& e) {
+      const std::string m = e.what();
+      if (strategy == JoinStrategy::CoPartitioned) {
+        EXPECT_NE(m.find("the bucketed flow's pinned buckets"), std::string::npos) << m;
+      }
+      EXPECT_NE(m.find("MGJOIN_HOST_MEMORY_LIMIT"), std::string::npos) << m;
+    }
+  }
+  unsetenv("MGJOIN_HOST_MEMORY_LIMIT");
+  Relation rc = copy_of(r), sc = copy_of(s);
+  JoinOptions count;
+  count.output = OutputMode::Count;
+  const JoinResult result = engine.join(rc.view(), sc.view(), count);
+  EXPECT_NE(result.strategy_reason.find("co-partitioned, bucketed"), std::string::npos) << result.strategy_reason;
+  EXPECT_EQ(result.count, reference_tuples(r, s).size());
 }
 
 }  // namespace

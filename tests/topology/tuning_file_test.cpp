@@ -56,6 +56,9 @@ MeasuredBandwidths sample_bandwidths() {
       }
   m.all_to_all_set = {0, 1, 2, 3};
   m.all_to_all = 150.25;
+  m.both_ways_all = 190.5;
+  m.host_memcpy = 21.5;
+  m.cpu_merge = 9.75;
   return m;
 }
 
@@ -82,6 +85,9 @@ void expect_same(const TuningFile& a, const TuningFile& b) {
   EXPECT_EQ(a.bandwidths.p2p_both_ways, b.bandwidths.p2p_both_ways);
   EXPECT_EQ(a.bandwidths.all_to_all_set, b.bandwidths.all_to_all_set);
   EXPECT_EQ(a.bandwidths.all_to_all, b.bandwidths.all_to_all);
+  EXPECT_EQ(a.bandwidths.both_ways_all, b.bandwidths.both_ways_all);
+  EXPECT_EQ(a.bandwidths.host_memcpy, b.bandwidths.host_memcpy);
+  EXPECT_EQ(a.bandwidths.cpu_merge, b.bandwidths.cpu_merge);
   ASSERT_EQ(a.best.size(), b.best.size());
   for (std::size_t i = 0; i < a.best.size(); ++i) {
     EXPECT_EQ(a.best[i].g, b.best[i].g);
@@ -115,6 +121,17 @@ TEST(TuningFile, JsonFollowsTheDocumentedSchema) {
   EXPECT_EQ(j.at("bandwidth_gbps").at("all_to_all").at("gbps"), 150.25);
   EXPECT_EQ(j.at("best").at(1).at("gpus"), (Set{0, 1}));
   EXPECT_FALSE(j.at("best").at(0).contains("seconds"));  // transfers only: no timed join
+}
+
+TEST(TuningFile, FilesWithoutTheCostModelsRatesReadAsUnmeasured) {
+  auto j = tuning_to_json(sample_tuning(load_fixture("ac922")));
+  EXPECT_EQ(j.at("bandwidth_gbps").at("cpu_merge"), 9.75);
+  for (const char* key : {"both_ways_all", "host_memcpy", "cpu_merge"}) j.at("bandwidth_gbps").erase(key);
+  const TuningFile back = tuning_from_json(j);
+  EXPECT_EQ(back.bandwidths.both_ways_all, 0);
+  EXPECT_EQ(back.bandwidths.host_memcpy, 0);
+  EXPECT_EQ(back.bandwidths.cpu_merge, 0);
+  EXPECT_EQ(back.bandwidths.h2d_all, 120.5);
 }
 
 TEST(TuningFile, AnotherMachinesFileIsIgnored) {

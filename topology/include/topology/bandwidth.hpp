@@ -21,6 +21,11 @@ struct MeasuredBandwidths {
   std::vector<double> p2p_both_ways;  ///< n*n: i -> j and j -> i at once, both directions summed
   std::vector<int> all_to_all_set;    ///< the GPUs of the all-to-all (all of them)
   double all_to_all = 0;              ///< aggregate GB/s, every GPU sending to every other at once
+  /// Aggregate, every GPU copying H2D and D2H at once, both directions summed (0: not measured).
+  double both_ways_all = 0;
+  /// Host rates the planner's cost model weighs (0: not measured; `mgjoin tune` measures them):
+  double host_memcpy = 0;  ///< a copy between host buffers with all threads, bytes copied per second
+  double cpu_merge = 0;    ///< the merge phase's multiway merge of 8-byte keys with 8-byte payloads, bytes out per second
 
   bool empty() const { return h2d_alone.empty(); }
 };

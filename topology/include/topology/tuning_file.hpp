@@ -11,7 +11,9 @@
 //       "h2d_all": 204.8, "d2h_all": 162.1,                   // all GPUs at once, aggregate
 //       "p2p_one_way": [[0, 396, ...], ...],                  // GPU x GPU
 //       "p2p_both_ways": [[0, 780, ...], ...],                // GPU x GPU, both directions summed
-//       "all_to_all": { "gpus": [0, 1, 2, 3], "gbps": 787 }
+//       "all_to_all": { "gpus": [0, 1, 2, 3], "gbps": 787 },
+//       "both_ways_all": 300.5,                               // H2D and D2H at once, summed (0: not measured)
+//       "host_memcpy": 21.3, "cpu_merge": 9.8                 // host rates of the cost model (0: not measured)
 //     },
 //     "best": [ { "g": 2, "gpus": [0, 1], "strategy": "radix", "seconds": 0.84,
 //                 "flow": "copart", "copart_seconds": 0.21 }, ... ]

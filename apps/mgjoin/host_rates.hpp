@@ -1,0 +1,15 @@
+#pragma once
+// The host rates `mgjoin tune` measures for the planner's cost model (engine/src/cost_model.hpp): a
+// copy between host buffers and the merge phase's multiway merge, each with all OpenMP threads.
+#include <cstddef>
+
+namespace mgjoin::cli {
+
+/// GB/s of a copy of `bytes` between two host buffers (bytes copied per second), median of `repeats`.
+double measure_host_memcpy_gbps(std::size_t bytes, int repeats);
+
+/// GB/s of the multiway merge of 4 sorted runs of 8-byte keys with 8-byte payloads, `bytes` of tuples
+/// in all (bytes written per second), median of `repeats`.
+double measure_cpu_merge_gbps(std::size_t bytes, int repeats);
+
+}  // namespace mgjoin::cli

@@ -1,0 +1,55 @@
+#pragma once
+// The planner's cost model: the seconds a data flow should take, from the bytes it moves over PCIe and
+// through the CPU merge and the rates `mgjoin tune` measured on this machine (the tuning file), or
+// defaults where there is none. GPU sorts and joins are left out: on every measured machine they run
+// at HBM speed beside transfers that take several times as long (docs/DESIGN.md, performance model).
+#include "engine/src/sort/planner.hpp"
+#include "topology/bandwidth.hpp"
+
+#include <mgjoin/types.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace mgjoin::detail {
+
+/// GB/s (1e9 bytes per second) of the join's GPUs together, and of the host.
+struct Rates {
+  double h2d = 0, d2h = 0;
+  double both_ways = 0;  ///< H2D and D2H at once, both summed
+  double host_memcpy = 0, cpu_merge = 0;
+  std::string source;  ///< "tuning file", or which figures are defaults
+};
+
+/// Per-GPU PCIe and host rates assumed where nothing was measured: PCIe 4.0 x16 (~25 GB/s each way,
+/// ~40 GB/s both ways at once), one socket's memory bandwidth shared by the threads of a merge.
+inline constexpr double kDefaultPcieGbps = 25, kDefaultBothWaysGbps = 40;
+inline constexpr double kDefaultHostMemcpyGbps = 10, kDefaultCpuMergeGbps = 5;
+
+/// Rates of `g` GPUs from `measured` (nullptr or unmeasured figures: defaults). Aggregates measured on
+/// all of the machine's n GPUs are scaled by g / n.
+Rates rates_for(const topology::MeasuredBandwidths* measured, int g);
+
+/// Bytes a flow moves, in the order it moves them.
+struct FlowTraffic {
+  std::uint64_t in = 0;      ///< H2D, while `out` goes D2H at the same time
+  std::uint64_t out = 0;
+  std::uint64_t again = 0;   ///< H2D after both
+  std::uint64_t merged = 0;  ///< bytes the CPU merge writes
+};
+
+/// max(in / h2d, out / d2h, (in + out) / both ways) + again / h2d + merged / cpu merge.
+double predict_seconds(const FlowTraffic& t, const Rates& rates);
+
+/// Bytes of `rel` a flow moves: its keys, and its payloads when `payloads`.
+std::uint64_t moved_bytes(const RelationView& rel, bool payloads);
+
+/// The co-partitioned flow: in core or streamed (each moved byte in once), or bucketed (`bucket_bytes`
+/// out to host buckets while the input comes in, then back in).
+FlowTraffic copart_traffic(std::uint64_t moved, std::uint64_t bucket_bytes);
+
+/// The paper flow: whole tuples in for the sort and out sorted, relations of several chunksets merged
+/// on the CPU, keys in again for the join.
+FlowTraffic paper_traffic(const RelationView& r, const RelationView& s, const sort::SortPlan& plan);
+
+}  // namespace mgjoin::detail
