@@ -24,13 +24,32 @@ namespace {
 /// Large pageable columns are 2 MiB aligned and ask for transparent huge pages: first touch of fresh
 /// memory costs a page fault per 4 KiB page, which on virtual machines caps filling a new column at
 /// ~0.6 GB/s; huge pages cut the faults 512-fold (a hint: madvise errors are ignored).
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
 void* allocate_pageable(std::size_t bytes) {
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  if (bytes < 2 * kHuge) return std::aligned_alloc(64, bytes);
-  const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* p = std::aligned_alloc(kHuge, rounded);
+  if (bytes < 2 * kHugePage) return std::aligned_alloc(64, bytes);
+  const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
   if (p) ::madvise(p, rounded, MADV_HUGEPAGE);
   return p;
+}
+
+/// Pinned blocks from this size up are mapped, touched by every thread and then registered with CUDA:
+/// cudaMallocHost faults and zeroes every page on one thread (1.3 GB/s measured for 15 GiB on the H100
+/// machine), while the kernel zeroes huge pages faulted by many threads at once, and registering pages
+/// already present only pins them.
+constexpr std::size_t kRegisteredPinnedBytes = std::size_t{64} << 20;
+
+std::size_t registered_bytes(std::size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+
+/// Frees a block of allocate_pinned (by the same size rule that chose how it was made).
+void free_pinned(void* p, std::size_t bytes) {
+  if (bytes < kRegisteredPinnedBytes) {
+    cudaFreeHost(p);
+    return;
+  }
+  cudaHostUnregister(p);
+  ::munmap(p, registered_bytes(bytes));
 }
 
 /// Pinned blocks freed by columns, kept for the next pinned allocation (types.hpp says why). A block
@@ -63,7 +82,7 @@ class PinnedCache {
   /// Frees the cached blocks (host memory is short); returns the bytes freed.
   std::size_t release() {
     const std::lock_guard lock(mutex_);
-    for (const auto& [bytes, p] : blocks_) cudaFreeHost(p);
+    for (const auto& [bytes, p] : blocks_) free_pinned(p, bytes);
     blocks_.clear();
     return std::exchange(cached_, 0);
   }
@@ -89,7 +108,7 @@ class PinnedCache {
         return;
       }
     }
-    cudaFreeHost(p);
+    free_pinned(p, bytes);
   }
 
  private:
@@ -106,14 +125,39 @@ class PinnedCache {
   std::size_t limit_;
 };
 
+/// Maps `bytes` (a multiple of 2 MiB) of huge-page memory, faults it in with every thread and pins it;
+/// nullptr when mapping or registering fails.
+void* map_and_register(std::size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: errors are ignored
+  auto* bytes_at = static_cast<volatile char*>(p);
+  const auto pages = static_cast<std::int64_t>(bytes / 4096);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < pages; ++i) bytes_at[i * 4096] = 0;
+  if (cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped) != cudaSuccess) {
+    cudaGetLastError();
+    ::munmap(p, bytes);
+    return nullptr;
+  }
+  return p;
+}
+
 /// A newly pinned block of `bytes`; nullptr where CUDA has no driver or device (the CPU path).
 void* allocate_pinned(std::size_t bytes) {
   void* p = nullptr;
-  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+  if (bytes >= kRegisteredPinnedBytes) {
+    int devices = 0;  // no device: no pinning (and no pages touched for nothing)
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    p = map_and_register(registered_bytes(bytes));
+  } else if (cudaMallocHost(&p, bytes) != cudaSuccess) {
     cudaGetLastError();
-    return nullptr;
+    p = nullptr;
   }
-  PinnedCache::drain_at_exit();
+  if (p) PinnedCache::drain_at_exit();
   return p;
 }
 

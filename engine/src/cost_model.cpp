@@ -29,7 +29,12 @@ Rates rates_for(const topology::MeasuredBandwidths* m, int g) {
   bool pcie_default = false, host_default = false;
   r.h2d = scaled(b.h2d_all, n, g, kDefaultPcieGbps, pcie_default);
   r.d2h = scaled(b.d2h_all, n, g, kDefaultPcieGbps, pcie_default);
-  r.both_ways = scaled(b.both_ways_all, n, g, kDefaultBothWaysGbps, pcie_default);
+  if (b.both_ways_all > 0 || pcie_default) {
+    r.both_ways = scaled(b.both_ways_all, n, g, kDefaultBothWaysGbps, pcie_default);
+  } else {
+    r.both_ways = kBothWaysShare * (r.h2d + r.d2h);
+    pcie_default = true;
+  }
   r.host_memcpy = host_rate(b.host_memcpy, kDefaultHostMemcpyGbps, host_default);
   r.cpu_merge = host_rate(b.cpu_merge, kDefaultCpuMergeGbps, host_default);
   r.source = !m ? "default rates: no tuning file"
@@ -43,7 +48,7 @@ Rates rates_for(const topology::MeasuredBandwidths* m, int g) {
 double predict_seconds(const FlowTraffic& t, const Rates& rates) {
   const auto sec = [](std::uint64_t bytes, double gbps) { return bytes ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; };
   const double both = std::max({sec(t.in, rates.h2d), sec(t.out, rates.d2h), sec(t.in + t.out, rates.both_ways)});
-  return both + sec(t.again, rates.h2d) + sec(t.merged, rates.cpu_merge);
+  return both + sec(t.again, rates.h2d) + sec(t.merged, rates.cpu_merge) + sec(t.copied, rates.host_memcpy);
 }
 
 std::uint64_t moved_bytes(const RelationView& rel, bool payloads) {
@@ -51,13 +56,13 @@ std::uint64_t moved_bytes(const RelationView& rel, bool payloads) {
 }
 
 FlowTraffic copart_traffic(std::uint64_t moved, std::uint64_t bucket_bytes) {
-  return {moved, bucket_bytes, bucket_bytes, 0};
+  return {moved, bucket_bytes, bucket_bytes, 0, 0};
 }
 
 FlowTraffic paper_traffic(const RelationView& r, const RelationView& s, const sort::SortPlan& plan) {
   const std::uint64_t tuples = moved_bytes(r, true) + moved_bytes(s, true);
   const std::uint64_t merged = (plan.k_r > 1 ? moved_bytes(r, true) : 0) + (plan.k_s > 1 ? moved_bytes(s, true) : 0);
-  return {tuples, tuples, r.key.bytes() + s.key.bytes(), merged};
+  return {tuples, tuples, r.key.bytes() + s.key.bytes(), merged, merged};
 }
 
 }  // namespace mgjoin::detail

@@ -22,9 +22,12 @@ struct Rates {
 };
 
 /// Per-GPU PCIe and host rates assumed where nothing was measured: PCIe 4.0 x16 (~25 GB/s each way,
-/// ~40 GB/s both ways at once), one socket's memory bandwidth shared by the threads of a merge.
+/// ~40 GB/s both ways at once), one socket's memory bandwidth shared by the threads of a merge. Where
+/// each way was measured but not both at once, both ways is taken as kBothWaysShare of their sum (the
+/// H100 machine: 0.81).
 inline constexpr double kDefaultPcieGbps = 25, kDefaultBothWaysGbps = 40;
 inline constexpr double kDefaultHostMemcpyGbps = 10, kDefaultCpuMergeGbps = 5;
+inline constexpr double kBothWaysShare = 0.8;
 
 /// Rates of `g` GPUs from `measured` (nullptr or unmeasured figures: defaults). Aggregates measured on
 /// all of the machine's n GPUs are scaled by g / n.
@@ -36,20 +39,23 @@ struct FlowTraffic {
   std::uint64_t out = 0;
   std::uint64_t again = 0;   ///< H2D after both
   std::uint64_t merged = 0;  ///< bytes the CPU merge writes
+  std::uint64_t copied = 0;  ///< bytes copied between host buffers
 };
 
-/// max(in / h2d, out / d2h, (in + out) / both ways) + again / h2d + merged / cpu merge.
+/// max(in / h2d, out / d2h, (in + out) / both ways) + again / h2d + merged / cpu merge + copied / host
+/// memcpy.
 double predict_seconds(const FlowTraffic& t, const Rates& rates);
 
 /// Bytes of `rel` a flow moves: its keys, and its payloads when `payloads`.
 std::uint64_t moved_bytes(const RelationView& rel, bool payloads);
 
-/// The co-partitioned flow: in core or streamed (each moved byte in once), or bucketed (`bucket_bytes`
-/// out to host buckets while the input comes in, then back in).
+/// The co-partitioned flow: in core or streamed (each moved byte in once), or bucketed (`bucket_bytes`,
+/// the sample's estimate of what pass 1 writes, out to host buckets while the input comes in, then
+/// back in).
 FlowTraffic copart_traffic(std::uint64_t moved, std::uint64_t bucket_bytes);
 
 /// The paper flow: whole tuples in for the sort and out sorted, relations of several chunksets merged
-/// on the CPU, keys in again for the join.
+/// on the CPU into buffers and copied back, keys in again for the join.
 FlowTraffic paper_traffic(const RelationView& r, const RelationView& s, const sort::SortPlan& plan);
 
 }  // namespace mgjoin::detail

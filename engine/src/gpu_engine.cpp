@@ -193,10 +193,14 @@ struct Engine::Impl {
     const detail::Rates rates = detail::rates_for(tuning ? &tuning->bandwidths : nullptr, static_cast<int>(devices.size()));
     const bool payloads = options.output == OutputMode::Materialize;
     const std::uint64_t moved = detail::moved_bytes(r, payloads) + detail::moved_bytes(s, payloads);
-    const double copart = detail::predict_seconds(detail::copart_traffic(moved, plan.fits ? 0 : buckets->host_bytes), rates);
+    const double copart = detail::predict_seconds(detail::copart_traffic(moved, plan.fits ? 0 : buckets->estimated_bytes), rates);
     double paper = 0;
     try {
-      paper = detail::predict_seconds(detail::paper_traffic(r, s, this->plan(r, s)), rates);
+      const sort::SortPlan paper_plan = this->plan(r, s);
+      // The paper flow would refuse these: it is no choice then.
+      if (std::max(paper_plan.k_r, paper_plan.k_s) > static_cast<int>(host_merge::kMaxRuns)) return true;
+      expect_merge_memory(r, s, paper_plan);
+      paper = detail::predict_seconds(detail::paper_traffic(r, s, paper_plan), rates);
     } catch (const Error&) {
       return true;  // the paper flow has no plan here
     }
@@ -368,7 +372,7 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
                          "JoinOptions::strategy: R and S do not fit the GPUs for the co-partitioned flow (" + reason +
                              "); ask for the paper flow or auto, or more GPUs");
     // Auto: buckets that host memory cannot hold leave the paper flow, which needs less beside the inputs.
-    const bool host_fits = plan.fits || !buckets || options.strategy == JoinStrategy::CoPartitioned ||
+    const bool host_fits = !fits || plan.fits || options.strategy == JoinStrategy::CoPartitioned ||
                            e.host_holds(buckets->host_bytes, reason);
     if (fits && host_fits) {
       try {
@@ -381,6 +385,11 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
       } catch (const copart::PlanMissed& missed) {
         // Nothing was output: the paper flow starts from the untouched inputs.
         reason = std::string("paper flow: ") + missed.what() + " (the key sample misled the plan)";
+      } catch (const OutOfMemory& short_of) {
+        // Auto, bucketed: the output outgrew the host memory the buckets left (only they were checked up
+        // front); the result was local, and the paper flow needs no buckets.
+        if (plan.fits || options.strategy != JoinStrategy::Auto) throw;
+        reason = std::string("paper flow: ") + short_of.what() + " (beside the bucketed flow's buckets)";
       }
     }
   }

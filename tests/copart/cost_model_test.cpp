@@ -48,7 +48,7 @@ TEST(CostModel, DefaultsWhereNothingWasMeasuredAndSaysSo) {
   old.both_ways_all = 0;
   const Rates r = rates_for(&old, 1);
   EXPECT_DOUBLE_EQ(r.h2d, 55);
-  EXPECT_DOUBLE_EQ(r.both_ways, kDefaultBothWaysGbps);
+  EXPECT_DOUBLE_EQ(r.both_ways, kBothWaysShare * (55 + 54));  // from the measured one-way rates
   EXPECT_EQ(r.source, "tuning file, default PCIe and host rates");
 }
 
@@ -58,8 +58,9 @@ TEST(CostModel, TransfersOverlapBothWaysThenAddUp) {
   EXPECT_DOUBLE_EQ(predict_seconds(copart_traffic(50'000'000'000, 0), r), 2.0);
   // Bucketed: 50 GB in while 50 GB go out (100 GB at 40 GB/s both ways: 2.5 s), then 50 GB in again.
   EXPECT_DOUBLE_EQ(predict_seconds(copart_traffic(50'000'000'000, 50'000'000'000), r), 2.5 + 2.0);
-  // A merge adds its bytes at the CPU's rate.
-  EXPECT_DOUBLE_EQ(predict_seconds({0, 0, 0, 10'000'000'000}, r), 2.0);
+  // A merge adds its bytes at the CPU's rate, a host copy at the copy rate.
+  EXPECT_DOUBLE_EQ(predict_seconds({0, 0, 0, 10'000'000'000, 0}, r), 2.0);
+  EXPECT_DOUBLE_EQ(predict_seconds({0, 0, 0, 0, 10'000'000'000}, r), 1.0);
 }
 
 TEST(CostModel, ThePaperFlowMovesWholeTuplesAndMergesWhatTookSeveralChunksets) {
@@ -74,6 +75,7 @@ TEST(CostModel, ThePaperFlowMovesWholeTuplesAndMergesWhatTookSeveralChunksets) {
   EXPECT_EQ(t.out, t.in);
   EXPECT_EQ(t.again, 8'000u + 24'000u);  // keys for the join
   EXPECT_EQ(t.merged, 24'000u);          // S only
+  EXPECT_EQ(t.copied, 24'000u);          // merged into buffers, copied back
   EXPECT_EQ(moved_bytes(r, false), 8'000u);
   EXPECT_EQ(moved_bytes(r, true), 16'000u);
   // On the H100's rates the bucketed flow of B scale 1 (16 GB of keys) beats the paper flow that sorts
@@ -81,7 +83,7 @@ TEST(CostModel, ThePaperFlowMovesWholeTuplesAndMergesWhatTookSeveralChunksets) {
   const topology::MeasuredBandwidths measured = h100();
   const Rates h = rates_for(&measured, 1);
   const double bucketed = predict_seconds(copart_traffic(16'000'000'000, 16'000'000'000), h);
-  const double paper = predict_seconds({32'000'000'000, 32'000'000'000, 16'000'000'000, 32'000'000'000}, h);
+  const double paper = predict_seconds({32'000'000'000, 32'000'000'000, 16'000'000'000, 32'000'000'000, 32'000'000'000}, h);
   EXPECT_LT(bucketed, paper);
   EXPECT_NEAR(bucketed, 0.32 + 0.291, 0.01);  // 32 GB both ways at 100 GB/s, then 16 GB at 55 GB/s
 }

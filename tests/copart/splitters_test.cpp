@@ -129,6 +129,23 @@ TEST_F(PlanTest, HotKeyHoldingHalfOfSIsSplitAcrossGpus) {
   }
 }
 
+TEST_F(PlanTest, AHotKeysCopiedSideCountsItsCopiesEvenWhenUnsampled) {
+  // S: 60% one key; R: that key in 3 rows of 2M, which a 4096-row sample almost surely misses. Every
+  // R row of the key is still copied to each GPU of the key's run: the chunk buffers must hold it.
+  Keys r = uniform(rng, 2'000'000, 0, 1ull << 40), s = uniform(rng, 3'000'000, 0, 1ull << 40);
+  for (const std::size_t i : {5u, 999'999u, 1'500'000u}) r[i] = 42;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (i % 5 < 3) s[i] = 42;
+  const KeySample rs = sample_keys(view_of(r), 4096, 7), ss = sample_keys(view_of(s), 4096, 8);
+  const PartitionPlan plan = choose_plan(rs, ss, 4);
+  ASSERT_GE(plan.hot_count, 1);
+  ASSERT_EQ(plan.hot[0].split_side, Side::S);
+  ASSERT_FALSE(std::binary_search(rs.keys.begin(), rs.keys.end(), std::uint64_t{42})) << "the sample caught R's rows";
+  const PartitionSizes sizes = estimate_sizes(plan, rs, ss);
+  EXPECT_GE(sizes.max_copies[0], plan.hot[0].span);
+  EXPECT_EQ(destinations(plan, Side::R, 42, 5).count, plan.hot[0].span);
+}
+
 TEST_F(PlanTest, HotKeyInRIsSplitOnR) {
   Keys r = uniform(rng, 80'000), s = uniform(rng, 20'000);
   for (std::size_t i = 0; i < r.size(); i += 3) r[i] = 42;

@@ -121,6 +121,14 @@ Case draw_case(std::uint64_t seed, int gpus_max, std::int64_t max_rows) {
   // co-partitioned flow into bucket groups (72 MiB: 8 MiB beside its slack holds no large relation).
   if (c.gpus > 0 && o.strategy != JoinStrategy::CoPartitioned && std::uniform_int_distribution<int>(0, 3)(rng) == 0)
     c.memory_limit = pick(rng, {std::uint64_t{72} << 20, std::uint64_t{96} << 20, std::uint64_t{256} << 20});
+  // Bucket groups: a count of relations too large for 8 MiB beside the co-partitioned flow's slack, in
+  // core or streamed (a materialized join's output windows alone need more than 72 MiB).
+  if (c.gpus > 0 && o.strategy == JoinStrategy::Auto && o.output == OutputMode::Count &&
+      std::uniform_int_distribution<int>(0, 2)(rng) == 0) {
+    c.memory_limit = std::uint64_t{72} << 20;
+    c.r_rows = std::min<std::int64_t>(std::max<std::int64_t>(c.r_rows, 250'000), max_rows);
+    c.s_rows = std::min<std::int64_t>(std::max<std::int64_t>(c.s_rows, 250'000), max_rows);
+  }
   return c;
 }
 

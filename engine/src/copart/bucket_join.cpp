@@ -15,7 +15,6 @@
 #include "alloc/stack_buffer.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/phase_stats.hpp"
-#include "engine/src/sort/radix_partition.hpp"
 #include "core/cancel.hpp"
 #include "core/checked_math.hpp"
 #include "core/device.hpp"
@@ -78,7 +77,7 @@ class Buckets {
 
 /// A pass-1 chunk slot, and when its segments have crossed out.
 struct Slot : ChunkSlot {
-  gpu::Event flipped, drained;
+  gpu::Event drained;
   bool drained_recorded = false;
 };
 
@@ -92,7 +91,7 @@ struct Pass1Gpu {
 class Pass1 {
  public:
   Pass1(const BucketPlan& plan, const CopartContext& ctx, std::uint64_t key_xor) : plan_(plan), key_xor_(key_xor) {
-    const int q = plan.groups.gpus;
+    const int groups = plan.groups.gpus;
     const int key_bytes = std::max(plan.r.key_bytes, plan.s.key_bytes);
     const int payload_bytes = std::max(plan.r.payload_bytes, plan.s.payload_bytes);
     const int copies = std::max(plan.sizes.max_copies[0], plan.sizes.max_copies[1]);
@@ -106,8 +105,7 @@ class Pass1 {
       gpu.d2h = gpu::Stream(gpu.device);
       for (Slot& slot : gpu.slots) {
         static_cast<ChunkSlot&>(slot) =
-            ChunkSlot(gpu.device, *ctx.device_memory[d], *ctx.pinned[d], plan.chunk_rows, key_bytes, payload_bytes, copies, q);
-        slot.flipped = gpu::Event(gpu.device, false);
+            ChunkSlot(gpu.device, *ctx.device_memory[d], *ctx.pinned[d], plan.chunk_rows, key_bytes, payload_bytes, copies, groups);
         slot.drained = gpu::Event(gpu.device, false);
       }
     }
@@ -165,21 +163,20 @@ class Pass1 {
     gpu::DeviceGuard guard(gpu.device);
     slot.part_done.synchronize();
     const auto* seg = reinterpret_cast<const std::uint64_t*>(slot.segments_host.data());
-    const int q = plan_.groups.gpus;
-    flip_keys(w.key_bytes, slot.out_keys.data(), static_cast<std::int64_t>(seg[q]), key_xor_, gpu.part);
-    slot.flipped.record(gpu.part);
-    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.d2h, slot.flipped, 0));
-    for (int k = 0; k < q; ++k) {
-      const auto rows = static_cast<std::int64_t>(seg[k + 1] - seg[k]);
+    const int groups = plan_.groups.gpus;
+    // On the D2H stream, in order before the copies: the partition stream has the next chunk's work.
+    flip_keys(w.key_bytes, slot.out_keys.data(), static_cast<std::int64_t>(seg[groups]), key_xor_, gpu.d2h);
+    for (int q = 0; q < groups; ++q) {
+      const auto rows = static_cast<std::int64_t>(seg[q + 1] - seg[q]);
       if (rows == 0) continue;
-      const auto [keys, payload] = buckets.append(k, rows, side == Side::R ? "R" : "S");
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys, row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[k]), w.key_bytes),
+      const auto [keys, payload] = buckets.append(q, rows, side == Side::R ? "R" : "S");
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys, row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[q]), w.key_bytes),
                                       rows * w.key_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
       if (payload)
-        MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload, row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[k]), w.payload_bytes),
+        MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload, row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[q]), w.payload_bytes),
                                         rows * w.payload_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
     }
-    bytes_out_ += seg[q] * (w.key_bytes + w.payload_bytes);
+    bytes_out_ += seg[groups] * (w.key_bytes + w.payload_bytes);
     slot.drained.record(gpu.d2h);
     slot.drained_recorded = true;
   }
@@ -203,9 +200,7 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
   Buckets s_buckets(s, plan.s, plan.sizes.bound[1]);
   std::uint64_t pass1_in = 0, pass1_out = 0;
   {
-    const std::uint64_t key_xor =
-        sort::sign_flip_mask({static_cast<int>(dtype_size(r.key.type)), 0, is_signed_key(r.key.type)});
-    Pass1 pass1(plan, context, key_xor);
+    Pass1 pass1(plan, context, ordered_key_xor(r.key.type));
     pass1.run(r, Side::R, r_buckets);
     pass1.run(s, Side::S, s_buckets);
     pass1_in = pass1.bytes_in();
@@ -216,19 +211,23 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
   const auto t1 = Clock::now();
   std::optional<OutputColumns> columns;
   if (output == OutputMode::Materialize) columns.emplace(r, s, plan.r, plan.s, result);
+  // Shares of the input by the groups that join anything (an inner join skips a group with an empty
+  // side): the last group that joins ends at share 1, where the columns grow to exactly their rows.
+  const auto joins = [&](int q) { return r_buckets.rows(q) > 0 && s_buckets.rows(q) > 0; };
   std::uint64_t all = 0, done = 0;
-  for (int q = 0; q < groups; ++q) all += r_buckets.rows(q) + s_buckets.rows(q);
+  for (int q = 0; q < groups; ++q)
+    if (joins(q)) all += r_buckets.rows(q) + s_buckets.rows(q);
   CheckedSum count{0};
   std::vector<PhaseStat> phases;
   const ScratchSizes scratch = device_scratch_sizes();
   for (int q = 0; q < groups; ++q) {
     mgjoin::detail::throw_if_cancelled();
+    if (!joins(q)) continue;
     const RelationView rq = r_buckets.group(q), sq = s_buckets.group(q);
     const std::uint64_t rows = rq.size() + sq.size();
-    const OutputInto into{columns ? &*columns : nullptr, static_cast<double>(done) / std::max<double>(all, 1),
-                          static_cast<double>(done + rows) / std::max<double>(all, 1)};
+    const OutputInto into{columns ? &*columns : nullptr, static_cast<double>(done) / static_cast<double>(all),
+                          done + rows == all ? 1.0 : static_cast<double>(done + rows) / static_cast<double>(all)};
     done += rows;
-    if (rq.size() == 0 || sq.size() == 0) continue;  // an inner join: nothing meets here
     const CopartPlan group_plan = plan_copart(rq, sq, static_cast<int>(context.devices.size()), output,
                                               plan.device_bytes, scratch, payloads);
     if (!group_plan.fits)

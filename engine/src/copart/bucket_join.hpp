@@ -28,6 +28,7 @@ struct BucketPlan {
   Widths r, s;             ///< what the buckets hold: keys, and payloads when materializing
   std::int64_t chunk_rows = 0;   ///< pass 1: rows per GPU per chunk
   std::uint64_t host_bytes = 0;  ///< pinned bucket memory: every group's bound of both sides
+  std::uint64_t estimated_bytes = 0;  ///< what pass 1 should write, by the sample's estimate
   std::uint64_t pass1_device_bytes = 0;  ///< pass 1 on each GPU: two chunk slots
   std::uint64_t device_bytes = 0;        ///< what each GPU has (pass 2 plans each group for it)
   std::uint64_t pinned_bytes = 0;        ///< pinned stack bytes per GPU (segment sizes, output staging)

@@ -8,6 +8,7 @@
 #include "alloc/stack_buffer.hpp"
 #include "core/device.hpp"
 #include "engine/src/copart/copart_kernels.hpp"
+#include "engine/src/sort/radix_partition.hpp"
 
 #include <mgjoin/types.hpp>
 
@@ -22,6 +23,12 @@ inline std::byte* row_at(void* p, std::int64_t row, int width) {
 }
 inline const std::byte* row_at(const void* p, std::int64_t row, int width) {
   return static_cast<const std::byte*>(p) + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
+}
+
+/// What the partition kernel XORs into keys of `type` to order them as unsigned (and back): the sign
+/// bit of signed keys, 0 for unsigned ones.
+inline std::uint64_t ordered_key_xor(DType type) {
+  return sort::sign_flip_mask({static_cast<int>(dtype_size(type)), 0, is_signed_key(type)});
 }
 
 struct ChunkSlot {

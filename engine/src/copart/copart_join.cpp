@@ -150,7 +150,7 @@ class Flow {
  public:
   Flow(const RelationView& r, const RelationView& s, const CopartPlan& plan, const CopartContext& ctx)
       : rel_{r, s}, plan_(plan), ctx_(ctx), g_(static_cast<int>(ctx.devices.size())),
-        key_xor_(sort::sign_flip_mask({static_cast<int>(dtype_size(r.key.type)), 0, is_signed_key(r.key.type)})) {
+        key_xor_(ordered_key_xor(r.key.type)) {
     MGJOIN_EXPECTS(g_ == plan.partitions.gpus, "the plan was made for another GPU count");
     gpus_.reserve(g_);
     for (int d = 0; d < g_; ++d) gpus_.push_back(make_gpu(d));
@@ -756,7 +756,7 @@ std::uint64_t Flow::materialize(OutputColumns& out, const OutputInto& into, Phas
     bases[d] = total;
     total += counts.per_gpu[d];
   }
-  const std::uint64_t row_bytes = plan_.r.key_bytes + plan_.r.payload_bytes + plan_.s.payload_bytes;
+  const std::uint64_t row_bytes = output_row_bytes(plan_.r, plan_.s);
   mgjoin::detail::expect_output_memory(total, row_bytes);
   // Pinned result columns (from the pinned cache after the first join) take the windows straight
   // from the GPUs; pageable ones (no pinned memory to be had) go through the pinned staging.
@@ -908,7 +908,8 @@ void Flow::output_round(int lb, OutputColumns& out, double before, double after)
       if (xs[d].rows == 0 || ys[d].rows == 0) continue;
       const mgjoin::detail::TupleCounter c = read_counter(gpus_[d]);
       counts[d] = mgjoin::detail::total_tuples({&c, 1}, {});
-      bases[d] = out.reserve(counts[d], before + (after - before) * (i + 1) / runs());
+      // The last run ends exactly at `after` (1 for the last round: the columns grow to their rows).
+      bases[d] = out.reserve(counts[d], i + 1 == runs() ? after : before + (after - before) * (i + 1) / runs());
     }
     on_every_gpu([&](int d) {
       if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].out), bases[d], counts[d], out.result());
@@ -1031,7 +1032,7 @@ OutputColumns::OutputColumns(const RelationView& r, const RelationView& s, const
                              JoinResult& result)
     : result_(result), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
       present_{true, rw.payload_bytes > 0, sw.payload_bytes > 0},
-      row_bytes_(static_cast<std::uint64_t>(rw.key_bytes) + rw.payload_bytes + sw.payload_bytes) {}
+      row_bytes_(output_row_bytes(rw, sw)) {}
 
 std::uint64_t OutputColumns::reserve(std::uint64_t rows, double arrived) {
   CheckedSum end{next_};
@@ -1114,7 +1115,7 @@ void run_streamed(Flow& flow, const CopartPlan& plan, OutputColumns* out, const 
   std::uint64_t bytes_out = 0;
   if (out) {
     result.count = out->rows() - rows_before;
-    bytes_out = result.count * (plan.r.key_bytes + plan.r.payload_bytes + plan.s.payload_bytes);
+    bytes_out = result.count * output_row_bytes(plan.r, plan.s);
   }
   result.phases.push_back({"copart.resident", resident, resident_in, resident_nvlink});
   result.phases.push_back({"copart.stream", seconds_since(t1), flow.bytes_pcie_in() - resident_in + bytes_out,

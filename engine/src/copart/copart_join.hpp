@@ -163,7 +163,7 @@ struct OutputInto {
   OutputColumns* columns = nullptr;
   double before = 0, after = 1;
   /// The share joined once `part` (0..1) of this run is done.
-  double at(double part) const { return before + (after - before) * part; }
+  double at(double part) const { return part >= 1 ? after : before + (after - before) * part; }
 };
 
 /// Runs the flow; fills count (and key/r_payload/s_payload for Materialize, or `into`'s columns) and

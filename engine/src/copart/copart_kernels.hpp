@@ -23,6 +23,11 @@ struct Widths {
   int payload_bytes = 0;  ///< 0, 4 or 8
 };
 
+/// Bytes of one materialized output row of R and S moving `r` and `s`: the key and both payloads.
+inline std::uint64_t output_row_bytes(const Widths& r, const Widths& s) {
+  return static_cast<std::uint64_t>(r.key_bytes) + r.payload_bytes + s.payload_bytes;
+}
+
 /// Device scratch partition_chunk needs for chunks of up to `rows` tuples over `gpus` destinations.
 std::size_t partition_scratch_bytes(std::int64_t rows, int gpus);
 

@@ -52,13 +52,19 @@ std::uint64_t landed_rows(const CopartPlan& p, int side, std::int64_t n, int gpu
   return rounds * u64(p.chunk_rows) * p.sizes.max_copies[side];
 }
 
-/// Several GPUs: two chunk slots (input, partitioned output with hot-key copies, partition scratch).
+/// Two chunk slots of `chunk` rows partitioned over `destinations`, as ChunkSlot allocates them: the
+/// input and the partitioned output (with the most copies of a row either side has) at the widest key
+/// and payload of either side, and the partition scratch.
+std::uint64_t two_slots_bytes(std::int64_t chunk, const Widths& r, const Widths& s, const std::array<int, 2>& copies,
+                              int destinations, const ScratchSizes& scratch) {
+  const auto row = static_cast<std::uint64_t>(std::max(r.key_bytes, s.key_bytes) + std::max(r.payload_bytes, s.payload_bytes));
+  const auto most = static_cast<std::uint64_t>(std::max(copies[0], copies[1]));
+  return 2 * (u64(chunk) * row * (1 + most) + scratch.partition(chunk, destinations));
+}
+
+/// Several GPUs: the in-core and streamed flows' chunk slots.
 std::uint64_t slot_bytes(const CopartPlan& p, int gpus, const ScratchSizes& scratch) {
-  const auto chunk = u64(p.chunk_rows);
-  const std::uint64_t in = chunk * std::max(width(p.r), width(p.s));
-  const std::uint64_t out = chunk * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r),
-                                                            p.sizes.max_copies[1] * width(p.s));
-  return 2 * (in + out + scratch.partition(p.chunk_rows, gpus));
+  return two_slots_bytes(p.chunk_rows, p.r, p.s, p.sizes.max_copies, gpus, scratch);
 }
 
 /// Materialize: match arrays and their scan for `ny` probe rows, and two output windows (the output
@@ -180,13 +186,9 @@ RelationView sized_like(const RelationView& r, std::int64_t rows) {
   return v;
 }
 
-/// Pass 1 of the bucketed flow on one GPU: two chunk slots (input, partitioned output with hot-key
-/// copies, partition scratch) of `chunk` rows over `groups` destinations.
+/// Pass 1 of the bucketed flow on one GPU: two chunk slots over the groups.
 std::uint64_t pass1_bytes(const BucketPlan& p, std::int64_t chunk, const ScratchSizes& scratch) {
-  const auto rows = u64(chunk);
-  const std::uint64_t in = rows * std::max(width(p.r), width(p.s));
-  const std::uint64_t out = rows * std::max<std::uint64_t>(p.sizes.max_copies[0] * width(p.r), p.sizes.max_copies[1] * width(p.s));
-  return 2 * (in + out + scratch.partition(chunk, p.groups.gpus)) + kSlackBytes;
+  return two_slots_bytes(chunk, p.r, p.s, p.sizes.max_copies, p.groups.gpus, scratch) + kSlackBytes;
 }
 
 /// Cuts the key space into `q` groups; true when each group's sample fits the co-partitioned flow.
@@ -257,8 +259,10 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
     p.fits = shape_groups(p, q, r_sample, s_sample, r, s, gpus, output, device_bytes, scratch, payloads, tightest);
   const int q = p.groups.gpus;
   for (int side = 0; side < 2; ++side)
-    for (int g = 0; g < q; ++g)
+    for (int g = 0; g < q; ++g) {
       p.host_bytes += u64(p.sizes.bound[side][g]) * width(side == 0 ? p.r : p.s);
+      p.estimated_bytes += u64(p.sizes.estimate[side][g]) * width(side == 0 ? p.r : p.s);
+    }
   const std::int64_t larger = std::max(r.size(), s.size());
   p.chunk_rows = std::clamp((larger + gpus * kRoundsWanted - 1) / (gpus * kRoundsWanted), kMinChunkRows, kMaxChunkRows);
   // Pass 1 only partitions: smaller chunks cost little there, where the memory is tight.

@@ -204,8 +204,12 @@ PartitionSizes estimate_sizes(const PartitionPlan& plan, const KeySample& r, con
         continue;
       }
       for (int i = 0; i < d.count; ++i) est[d.first + i] += sample.weight();
-      sizes.max_copies[side] = std::max(sizes.max_copies[side], d.count);
     }
+    // A hot key's copied side goes to every GPU of its run whether the sample caught a row of it or
+    // not: the chunk buffers hold that many copies of every row (the kernels write without a check).
+    for (int h = 0; h < plan.hot_count; ++h)
+      if (plan.hot[h].split_side != static_cast<Side>(side))
+        sizes.max_copies[side] = std::max(sizes.max_copies[side], plan.hot[h].span);
     for (int g = 0; g < plan.gpus; ++g) {
       const double p = sample.rows > 0 ? std::min(1.0, est[g] / static_cast<double>(sample.rows)) : 0;
       // The hash split of a hot key adds a binomial spread: covered by 6 sqrt(estimate).
