@@ -5,8 +5,9 @@ set -euo pipefail
 # clang and its runtimes (libFuzzer, sanitizers) only build the .npy header fuzz test (tests/fuzz).
 # python3-venv and python3-dev: the Python package's virtual environment and build (its own packages come
 # from PyPI: scripts/install-python-deps.sh).
+# openmpi-bin and libopenmpi-dev: joins across MPI ranks (libmgjoin_dist) and their mpirun tests.
 pkgs=(cmake ninja-build g++ libhwloc-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3 python3-venv python3-dev
-      clang libclang-rt-dev)
+      clang libclang-rt-dev openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,7 +2,7 @@
 // those of the modules below it. (The build holds it too: a module sees only the include roots of the
 // modules it links; this test says which include broke the order, and covers <mgjoin/...> headers.)
 //
-//   core  <-  alloc  <-  p2p  <-  topology      core  <-  host_merge      all of them  <-  engine
+//   core  <-  alloc  <-  p2p  <-  topology      core  <-  host_merge      all of them  <-  engine  <-  dist
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -32,11 +32,12 @@ const std::map<std::string, Layer>& layers() {
       {"topology", {{"topology", "p2p", "alloc", "core"}}},
       {"host_merge", {{"host_merge", "core"}}},
       {"engine", {{"engine", "topology", "p2p", "alloc", "core", "host_merge"}, true}},
+      {"dist", {{"dist", "engine", "topology", "p2p", "alloc", "core", "host_merge"}, true}},
   };
   return l;
 }
 
-const std::set<std::string> kModules = {"core", "alloc", "p2p", "topology", "host_merge", "engine"};
+const std::set<std::string> kModules = {"core", "alloc", "p2p", "topology", "host_merge", "engine", "dist"};
 /// core's public headers, which every layer may include.
 const std::set<std::string> kCoreApi = {"error.hpp", "types.hpp"};
 
@@ -89,6 +90,7 @@ TEST(Layering, APlantedUpwardIncludeIsCaught) {
   EXPECT_EQ(breaches("host_merge", "  #  include \"topology/log.hpp\"\n").size(), 1u);
   EXPECT_EQ(breaches("topology", "#include \"engine/src/nvtx.hpp\"\n").size(), 1u);
   EXPECT_TRUE(breaches("engine", "#include \"topology/log.hpp\"\n#include <mgjoin/join.hpp>\n").empty());
+  EXPECT_EQ(breaches("engine", "#include \"dist/x.hpp\"\n").size(), 1u);
   EXPECT_TRUE(breaches("topology", "#include \"p2p/peer_access.hpp\"\n#include <mgjoin/types.hpp>\n").empty());
 }
 

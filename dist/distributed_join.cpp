@@ -1,0 +1,232 @@
+// dist::join (<mgjoin/distributed.hpp> draws the flow). Steps alternate: a local step, which may fail on
+// one rank, runs inside agreed() so that every rank learns of a failure before the next collective;
+// collectives run only between local steps (a rank that throws inside one would leave the others
+// waiting in it).
+#include <mgjoin/distributed.hpp>
+
+#include "core/checked_math.hpp"
+#include "engine/src/copart/partition_plan.hpp"
+#include "engine/src/copart/splitters.hpp"
+
+#include <mgjoin/engine.hpp>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <numeric>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace mgjoin::dist {
+namespace {
+
+using copart::Side;
+
+struct Comm {
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  explicit Comm(MPI_Comm c) : comm(c) {
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &size);
+  }
+};
+
+/// Runs the local `step` on every rank, then the ranks agree on whether it failed anywhere: if so every
+/// rank throws RankError with the message of the lowest rank that failed.
+template <class Step>
+auto agreed(const Comm& c, Step&& step) -> decltype(step()) {
+  std::optional<decltype(step())> value;
+  std::string error;
+  try {
+    value.emplace(step());
+  } catch (const std::exception& e) {
+    error = *e.what() ? e.what() : "failed";
+  } catch (...) {
+    error = "failed with an exception that is not a std::exception";
+  }
+  const int mine = error.empty() ? INT_MAX : c.rank;
+  int first = INT_MAX;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c.comm);
+  if (first == INT_MAX) return std::move(*value);
+  int length = c.rank == first ? static_cast<int>(error.size()) : 0;
+  MPI_Bcast(&length, 1, MPI_INT, first, c.comm);
+  error.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(error.data(), length, MPI_CHAR, first, c.comm);
+  throw RankError(first, error);
+}
+
+/// What every rank's slices must agree on: key type, and each side's payload type (-1: none).
+std::array<int, 3> layout_of(const RelationView& r, const RelationView& s) {
+  return {static_cast<int>(r.key.type), r.payload ? static_cast<int>(r.payload->type) : -1,
+          s.payload ? static_cast<int>(s.payload->type) : -1};
+}
+
+/// Every rank's value of `mine`, rank by rank.
+template <class T>
+std::vector<T> all_gather(const Comm& c, T mine) {
+  static_assert(sizeof(T) == 8);
+  std::vector<T> all(static_cast<std::size_t>(c.size));
+  MPI_Allgather(&mine, 1, std::is_signed_v<T> ? MPI_INT64_T : MPI_UINT64_T, all.data(), 1,
+                std::is_signed_v<T> ? MPI_INT64_T : MPI_UINT64_T, c.comm);
+  return all;
+}
+
+/// The key sample of one relation over all ranks: each rank samples in proportion to its rows (all of
+/// them while the relation has at most kSampleRows rows), so the gathered keys weigh the same.
+copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std::vector<std::int64_t>& rows) {
+  const std::int64_t total = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
+  const copart::KeySample mine = agreed(c, [&] {
+    const std::int64_t m = total <= copart::kSampleRows
+                               ? keys.size
+                               : std::max<std::int64_t>(keys.size ? 1 : 0, keys.size * copart::kSampleRows / total);
+    return copart::sample_keys(keys, m, 1 + static_cast<std::uint64_t>(c.rank));
+  });
+  const std::vector<std::int64_t> counts = all_gather(c, static_cast<std::int64_t>(mine.keys.size()));
+  std::vector<int> n(counts.begin(), counts.end()), at(counts.size(), 0);
+  std::exclusive_scan(n.begin(), n.end(), at.begin(), 0);
+  copart::KeySample all;
+  all.rows = total;
+  all.keys.resize(static_cast<std::size_t>(std::accumulate(n.begin(), n.end(), 0)));
+  MPI_Allgatherv(mine.keys.data(), n[static_cast<std::size_t>(c.rank)], MPI_UINT64_T, all.keys.data(), n.data(), at.data(),
+                 MPI_UINT64_T, c.comm);
+  std::sort(all.keys.begin(), all.keys.end());
+  return all;
+}
+
+/// One column of rows bound for the ranks, destination by destination.
+struct Outbound {
+  std::vector<std::byte> bytes;
+  std::vector<int> rows;  ///< per destination rank
+};
+
+/// Lays out `column` (rows of `width` bytes) by destination: row i goes to each rank of dest[i].
+Outbound pack(const void* column, int width, const std::vector<copart::Destinations>& dest, int ranks) {
+  Outbound out;
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(ranks), 0);
+  for (const auto& d : dest)
+    for (int k = 0; k < d.count; ++k) ++rows[static_cast<std::size_t>(d.first + k)];
+  for (const std::int64_t n : rows)
+    MGJOIN_INPUT_EXPECTS(n <= INT_MAX, "one rank sends another " + std::to_string(n) +
+                                           " rows, more than one MPI message holds: use more ranks");
+  std::vector<std::int64_t> next(static_cast<std::size_t>(ranks), 0);
+  std::exclusive_scan(rows.begin(), rows.end(), next.begin(), std::int64_t{0});
+  out.bytes.resize(static_cast<std::size_t>(std::accumulate(rows.begin(), rows.end(), std::int64_t{0})) * width);
+  const auto* in = static_cast<const std::byte*>(column);
+  for (std::size_t i = 0; i < dest.size(); ++i)
+    for (int k = 0; k < dest[i].count; ++k)
+      std::memcpy(out.bytes.data() + next[static_cast<std::size_t>(dest[i].first + k)]++ * width, in + i * width,
+                  static_cast<std::size_t>(width));
+  out.rows.assign(rows.begin(), rows.end());
+  return out;
+}
+
+/// Sends each rank its rows of `out` and returns the rows every rank sent this one, rank by rank.
+std::vector<std::byte> exchange(const Comm& c, const Outbound& out, int width) {
+  std::vector<int> in_rows(static_cast<std::size_t>(c.size));
+  MPI_Alltoall(out.rows.data(), 1, MPI_INT, in_rows.data(), 1, MPI_INT, c.comm);
+  std::vector<int> send_at(out.rows.size()), recv_at(in_rows.size());
+  std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), 0);
+  std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), 0);
+  const std::int64_t total = std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0});
+  std::vector<std::byte> in(static_cast<std::size_t>(total) * width);
+  MPI_Datatype row;
+  MPI_Type_contiguous(width, MPI_BYTE, &row);
+  MPI_Type_commit(&row);
+  MPI_Alltoallv(out.bytes.data(), out.rows.data(), send_at.data(), row, in.data(), in_rows.data(), recv_at.data(), row,
+                c.comm);
+  MPI_Type_free(&row);
+  return in;
+}
+
+/// A relation this rank received: its columns, and a view of them.
+struct Received {
+  HostColumn key, payload;
+  bool has_payload = false;
+  RelationView view() {
+    RelationView v{{key.data(), key.size(), key.type()}, std::nullopt};
+    if (has_payload) v.payload = MutableColumnView{payload.data(), payload.size(), payload.type()};
+    return v;
+  }
+};
+
+HostColumn column_of(DType type, const std::vector<std::byte>& bytes) {
+  HostColumn c = HostColumn::allocate(type, static_cast<std::int64_t>(bytes.size() / dtype_size(type)));
+  if (!bytes.empty()) std::memcpy(c.data(), bytes.data(), bytes.size());
+  return c;
+}
+
+/// Sends this rank's slice of one relation to the ranks owning its keys; returns what this rank owns.
+Received shuffle(const Comm& c, const RelationView& rel, Side side, const copart::PartitionPlan& plan, std::int64_t first_row) {
+  const int key_width = static_cast<int>(dtype_size(rel.key.type));
+  const int payload_width = rel.payload ? static_cast<int>(dtype_size(rel.payload->type)) : 0;
+  auto [keys, payloads] = agreed(c, [&] {
+    std::vector<copart::Destinations> dest(static_cast<std::size_t>(rel.size()));
+    for (std::int64_t i = 0; i < rel.size(); ++i)
+      dest[static_cast<std::size_t>(i)] =
+          copart::destinations(plan, side, copart::ordered_key(rel.key, i), static_cast<std::uint64_t>(first_row + i));
+    std::pair<Outbound, Outbound> out{pack(rel.key.data, key_width, dest, c.size), {}};
+    if (rel.payload) out.second = pack(rel.payload->data, payload_width, dest, c.size);
+    return out;
+  });
+  const std::vector<std::byte> key_bytes = exchange(c, keys, key_width);
+  std::vector<std::byte> payload_bytes;
+  if (rel.payload) payload_bytes = exchange(c, payloads, payload_width);
+  return agreed(c, [&] {
+    Received r;
+    r.key = column_of(rel.key.type, key_bytes);
+    if (rel.payload) r.payload = column_of(rel.payload->type, payload_bytes);
+    r.has_payload = rel.payload.has_value();
+    return r;
+  });
+}
+
+}  // namespace
+
+DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm) {
+  const Comm c(comm);
+  agreed(c, [&] {
+    MGJOIN_INPUT_EXPECTS(c.size <= kMaxRanks, "a distributed join spans at most " + std::to_string(kMaxRanks) + " ranks, not " +
+                                                  std::to_string(c.size));
+    MGJOIN_INPUT_EXPECTS(options.output == OutputMode::Count || options.output == OutputMode::Materialize,
+                         "JoinOptions::output: a distributed join counts or materializes (ranges index one process's inputs)");
+    validate_relations(r, s);
+    return 0;
+  });
+  // Every rank's slices must have the same types: the first rank that differs from rank 0 is named.
+  std::array<int, 3> layout = layout_of(r, s), root = layout;
+  MPI_Bcast(root.data(), 3, MPI_INT, 0, comm);
+  agreed(c, [&] {
+    MGJOIN_INPUT_EXPECTS(layout == root, "its slices' key or payload types differ from rank 0's");
+    return 0;
+  });
+
+  const std::vector<std::int64_t> r_rows = all_gather(c, r.size()), s_rows = all_gather(c, s.size());
+  const auto first_row = [&](const std::vector<std::int64_t>& rows) {
+    return std::accumulate(rows.begin(), rows.begin() + c.rank, std::int64_t{0});
+  };
+  const copart::KeySample r_sample = global_sample(c, r.key, r_rows), s_sample = global_sample(c, s.key, s_rows);
+  const copart::PartitionPlan plan = agreed(c, [&] { return copart::choose_plan(r_sample, s_sample, c.size); });
+
+  Received r_here = shuffle(c, r, Side::R, plan, first_row(r_rows));
+  Received s_here = shuffle(c, s, Side::S, plan, first_row(s_rows));
+
+  DistributedResult result;
+  result.ranks = c.size;
+  result.r_rows = r_here.key.size();
+  result.s_rows = s_here.key.size();
+  result.local = agreed(c, [&] { return mgjoin::join(r_here.view(), s_here.view(), options); });
+  CheckedSum total;
+  for (const std::uint64_t n : all_gather(c, result.local.count)) total.add(n);
+  agreed(c, [&] {
+    MGJOIN_INPUT_EXPECTS(!total.overflowed, "the ranks' outputs add up to 2^64 rows or more");
+    return 0;
+  });
+  result.count = total.value;
+  return result;
+}
+
+}  // namespace mgjoin::dist

@@ -1,0 +1,54 @@
+#pragma once
+// Joins across MPI ranks (libmgjoin_dist, built where MPI is found): each rank holds a slice of R and
+// of S, the ranks agree on shared splitters from a global key sample, every rank's rows go to the rank
+// that owns their key range (the co-partitioned flow's plan, hot keys included, with ranks in the place
+// of GPUs), and each rank joins what it received with the single-process engine (its GPUs, or the CPU
+// path). The count is summed over the ranks; a materialized output stays with the rank that made it,
+// one part of the whole per rank.
+//
+//   rank i: R_i, S_i ── sample ─► allgather ─► splitters (same on every rank)
+//           R_i, S_i ── partition by the splitters ─► exchange (MPI_Alltoallv of host memory) ─►
+//           R'_i, S'_i ─► mgjoin::join ─► count (summed) │ part i of the output
+//
+// Every call is collective over the communicator. A rank that fails (bad input, no memory) does not
+// leave the others waiting: after each step the ranks agree on whether all went well, and every rank
+// throws RankError with the first failing rank's message.
+#include <mgjoin/error.hpp>
+#include <mgjoin/join.hpp>
+#include <mgjoin/types.hpp>
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+
+namespace mgjoin::dist {
+
+/// Another rank (or this one) failed a step of a collective call; what() names the rank.
+class RankError : public Error {
+ public:
+  RankError(int rank, const std::string& message)
+      : Error("rank " + std::to_string(rank) + ": " + message), rank_(rank) {}
+  int rank() const { return rank_; }
+
+ private:
+  int rank_;
+};
+
+struct DistributedResult {
+  std::uint64_t count = 0;  ///< output rows of all ranks together (the same on every rank)
+  int ranks = 1;
+  JoinResult local;         ///< this rank's part: its output rows (Materialize), its count, its phases
+  std::int64_t r_rows = 0, s_rows = 0;  ///< rows of R and S this rank joined (its key range's)
+};
+
+/// Most ranks one join spans (the splitters' plan; as many as the co-partitioned flow's GPUs).
+inline constexpr int kMaxRanks = 16;
+
+/// Joins the slices `r` and `s` of this rank with those of every other rank of `comm` (collective; slices
+/// may be empty and of any length; their order across ranks is the rank order). `options` is the
+/// single-process join every rank runs on what it receives (OutputMode::Count or Materialize).
+/// @throw RankError when any rank fails a step (every rank throws it, naming the first that failed).
+DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm);
+
+}  // namespace mgjoin::dist

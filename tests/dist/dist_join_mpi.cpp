@@ -1,0 +1,200 @@
+// dist::join under `mpirun -np N` (ctest runs N = 1..4) on the CPU path, against the single-process
+// join of the same relations: every rank draws the same whole relations from the seed, passes its slice
+// (row ranges, sizes not divisible by N, some empty), and the ranks' counts and output tuples, gathered
+// on rank 0, must equal the single-process ones. Inputs: random (4- and 8-byte, signed and unsigned
+// keys), one hot key holding half of S, all keys equal, empty relations, fewer rows than ranks. Then a
+// rank that fails (its slices' types differ from rank 0's) must make every rank throw RankError naming
+// it, with no rank left waiting.
+//
+// Not GoogleTest: each rank checks, rank 0 prints, and the exit status says whether every rank passed.
+// MGJOIN_TEST_SEED replays a seed.
+#include <mgjoin/distributed.hpp>
+#include <mgjoin/engine.hpp>
+#include <mgjoin/join.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using mgjoin::DType;
+using mgjoin::HostColumn;
+using mgjoin::JoinOptions;
+using mgjoin::OutputMode;
+
+int rank = 0, ranks = 1;
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  if (ok) return;
+  ++failures;
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+}
+
+/// A whole relation: keys (as 64-bit values, stored in the key type) and 8-byte payloads.
+struct Whole {
+  DType key_type;
+  std::vector<std::uint64_t> keys;  ///< in the key type's bytes, low first
+  std::vector<std::uint64_t> payload;
+  bool has_payload = true;
+};
+
+/// Rows [first, last) of `w` in columns of its types.
+std::pair<HostColumn, HostColumn> slice(const Whole& w, std::int64_t first, std::int64_t last) {
+  const auto n = last - first;
+  HostColumn k = HostColumn::allocate(w.key_type, n), p = HostColumn::allocate(DType::UInt64, n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint64_t v = w.keys[static_cast<std::size_t>(first + i)];
+    if (mgjoin::dtype_size(w.key_type) == 4) {
+      const auto v32 = static_cast<std::uint32_t>(v);
+      std::memcpy(k.as<std::byte>() + i * 4, &v32, 4);
+    } else {
+      std::memcpy(k.as<std::byte>() + i * 8, &v, 8);
+    }
+    p.as<std::uint64_t>()[i] = w.payload[static_cast<std::size_t>(first + i)];
+  }
+  return {std::move(k), std::move(p)};
+}
+
+mgjoin::RelationView view(std::pair<HostColumn, HostColumn>& cols, bool payload) {
+  mgjoin::RelationView v{{cols.first.data(), cols.first.size(), cols.first.type()}, std::nullopt};
+  if (payload) v.payload = mgjoin::MutableColumnView{cols.second.data(), cols.second.size(), DType::UInt64};
+  return v;
+}
+
+/// This rank's rows of a relation of n rows: [n·rank/ranks, n·(rank+1)/ranks).
+std::pair<std::int64_t, std::int64_t> my_rows(std::int64_t n) { return {n * rank / ranks, n * (rank + 1) / ranks}; }
+
+using Tuple = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;
+
+std::vector<Tuple> tuples_of(const mgjoin::JoinResult& res) {
+  std::vector<Tuple> t(static_cast<std::size_t>(res.key.size()));
+  const std::size_t kb = mgjoin::dtype_size(res.key.type());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::uint64_t k = 0;
+    std::memcpy(&k, res.key.as<std::byte>() + i * kb, kb);
+    t[i] = {k, res.r_payload.size() ? res.r_payload.as<std::uint64_t>()[i] : 0,
+            res.s_payload.size() ? res.s_payload.as<std::uint64_t>()[i] : 0};
+  }
+  return t;
+}
+
+/// Every rank's tuples, on rank 0 (empty elsewhere).
+std::vector<Tuple> gather_tuples(const std::vector<Tuple>& mine) {
+  const int n = static_cast<int>(mine.size() * 3);
+  std::vector<int> counts(static_cast<std::size_t>(ranks)), at(static_cast<std::size_t>(ranks));
+  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int total = 0;
+  for (int i = 0; i < ranks; ++i) at[static_cast<std::size_t>(i)] = std::exchange(total, total + counts[static_cast<std::size_t>(i)]);
+  std::vector<std::uint64_t> flat, all(static_cast<std::size_t>(rank == 0 ? total : 0));
+  for (const auto& [a, b, c] : mine) flat.insert(flat.end(), {a, b, c});
+  MPI_Gatherv(flat.data(), n, MPI_UINT64_T, all.data(), counts.data(), at.data(), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  std::vector<Tuple> out;
+  for (std::size_t i = 0; i + 2 < all.size(); i += 3) out.emplace_back(all[i], all[i + 1], all[i + 2]);
+  return out;
+}
+
+/// The distributed join of R and S against the single-process one, count and materialized.
+void check_join(const std::string& name, const Whole& r, const Whole& s) {
+  for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize}) {
+    const std::string what = name + (output == OutputMode::Count ? ", count" : ", materialize");
+    JoinOptions options;
+    options.gpus = 0;  // the CPU path: CI has no GPU
+    options.output = output;
+    auto rw = slice(r, 0, static_cast<std::int64_t>(r.keys.size()));
+    auto sw = slice(s, 0, static_cast<std::int64_t>(s.keys.size()));
+    const mgjoin::JoinResult expected = mgjoin::join(view(rw, r.has_payload), view(sw, s.has_payload), options);
+    const auto [r0, r1] = my_rows(static_cast<std::int64_t>(r.keys.size()));
+    const auto [s0, s1] = my_rows(static_cast<std::int64_t>(s.keys.size()));
+    auto rs = slice(r, r0, r1), ss = slice(s, s0, s1);
+    try {
+      const mgjoin::dist::DistributedResult got =
+          mgjoin::dist::join(view(rs, r.has_payload), view(ss, s.has_payload), options, MPI_COMM_WORLD);
+      check(got.count == expected.count, what + ": count " + std::to_string(got.count) + ", single process " +
+                                             std::to_string(expected.count));
+      check(got.ranks == ranks, what + ": ranks");
+      if (output == OutputMode::Materialize) {
+        std::vector<Tuple> all = gather_tuples(tuples_of(got.local)), want = tuples_of(expected);
+        if (rank == 0) {
+          std::sort(all.begin(), all.end());
+          std::sort(want.begin(), want.end());
+          check(all == want, what + ": the ranks' output tuples differ from the single process's (" +
+                                 std::to_string(all.size()) + " against " + std::to_string(want.size()) + ")");
+        }
+      }
+    } catch (const std::exception& e) {
+      check(false, what + ": threw " + e.what());
+    }
+  }
+  if (rank == 0) std::printf("%s: checked\n", name.c_str());
+}
+
+Whole uniform(std::mt19937_64& rng, DType type, std::size_t n, std::uint64_t domain, bool payload = true) {
+  Whole w{type, std::vector<std::uint64_t>(n), std::vector<std::uint64_t>(n), payload};
+  std::uniform_int_distribution<std::uint64_t> pick(0, domain - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t v = pick(rng) * 0x9E3779B97F4A7C15ull;  // spread over the key's width (and sign)
+    w.keys[i] = mgjoin::dtype_size(type) == 4 ? (v >> 32) : v;
+    w.payload[i] = rng();
+  }
+  return w;
+}
+
+/// A rank whose slices differ in type from rank 0's: every rank must throw RankError naming that rank.
+void check_a_failing_rank() {
+  if (ranks < 2) return;
+  auto r = slice(Whole{DType::UInt64, {1, 2, 3}, {0, 0, 0}, true}, 0, 3);
+  auto s = slice(Whole{rank == 1 ? DType::UInt32 : DType::UInt64, {1, 2}, {0, 0}, true}, 0, 2);
+  JoinOptions options;
+  options.gpus = 0;
+  options.output = OutputMode::Count;
+  try {
+    mgjoin::dist::join(view(r, true), view(s, true), options, MPI_COMM_WORLD);
+    check(false, "a rank with other key types: no error");
+  } catch (const mgjoin::dist::RankError& e) {
+    check(e.rank() == 1, std::string("a rank with other key types: the error names rank ") + std::to_string(e.rank()));
+    check(std::string(e.what()).find("rank 1: ") == 0, std::string("a rank with other key types: ") + e.what());
+  }
+  if (rank == 0) std::printf("a failing rank: checked\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  std::uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("MGJOIN_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("dist_join_mpi: %d rank(s), MGJOIN_TEST_SEED=%llu\n", ranks, static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);  // the same draws on every rank
+
+  check_join("random 8-byte signed keys", uniform(rng, DType::Int64, 30'011, 20'000), uniform(rng, DType::Int64, 50'021, 20'000));
+  check_join("random 4-byte unsigned keys, R without payload", uniform(rng, DType::UInt32, 20'003, 9'000, false),
+             uniform(rng, DType::UInt32, 40'009, 9'000));
+  Whole hot_r = uniform(rng, DType::UInt64, 20'000, 50'000), hot_s = uniform(rng, DType::UInt64, 100'003, 50'000);
+  for (std::size_t i = 0; i < hot_r.keys.size(); i += 500) hot_r.keys[i] = 42;
+  for (std::size_t i = 0; i < hot_s.keys.size(); i += 2) hot_s.keys[i] = 42;
+  check_join("one hot key holding half of S", hot_r, hot_s);
+  check_join("all keys equal", Whole{DType::Int64, std::vector<std::uint64_t>(301, 7), std::vector<std::uint64_t>(301, 1), true},
+             Whole{DType::Int64, std::vector<std::uint64_t>(203, 7), std::vector<std::uint64_t>(203, 2), true});
+  check_join("empty R", Whole{DType::UInt64, {}, {}, true}, uniform(rng, DType::UInt64, 1000, 100));
+  check_join("fewer rows than ranks", uniform(rng, DType::UInt64, 2, 3), uniform(rng, DType::UInt64, 3, 3));
+  check_a_failing_rank();
+
+  int all_failures = 0;
+  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("dist_join_mpi: %s (%d failed check(s))\n", all_failures ? "FAILED" : "passed", all_failures);
+  MPI_Finalize();
+  return all_failures ? 1 : 0;
+}
