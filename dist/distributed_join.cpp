@@ -5,6 +5,7 @@
 #include <mgjoin/distributed.hpp>
 
 #include "core/checked_math.hpp"
+#include "core/device.hpp"
 #include "engine/src/copart/partition_plan.hpp"
 #include "engine/src/copart/splitters.hpp"
 
@@ -25,6 +26,7 @@ namespace mgjoin::dist {
 namespace {
 
 using copart::Side;
+static_assert(kMaxRanks == copart::kMaxGpus, "ranks are the destinations of the co-partitioned plan");
 
 struct Comm {
   MPI_Comm comm;
@@ -109,9 +111,10 @@ Outbound pack(const void* column, int width, const std::vector<copart::Destinati
   std::vector<std::int64_t> rows(static_cast<std::size_t>(ranks), 0);
   for (const auto& d : dest)
     for (int k = 0; k < d.count; ++k) ++rows[static_cast<std::size_t>(d.first + k)];
-  for (const std::int64_t n : rows)
-    MGJOIN_INPUT_EXPECTS(n <= INT_MAX, "one rank sends another " + std::to_string(n) +
-                                           " rows, more than one MPI message holds: use more ranks");
+  // MPI counts and displacements are ints.
+  const std::int64_t sent = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
+  MGJOIN_INPUT_EXPECTS(sent <= INT_MAX, "this rank sends " + std::to_string(sent) +
+                                            " rows, more than one MPI exchange holds (2^31 - 1): use more ranks");
   std::vector<std::int64_t> next(static_cast<std::size_t>(ranks), 0);
   std::exclusive_scan(rows.begin(), rows.end(), next.begin(), std::int64_t{0});
   out.bytes.resize(static_cast<std::size_t>(std::accumulate(rows.begin(), rows.end(), std::int64_t{0})) * width);
@@ -124,15 +127,22 @@ Outbound pack(const void* column, int width, const std::vector<copart::Destinati
   return out;
 }
 
-/// Sends each rank its rows of `out` and returns the rows every rank sent this one, rank by rank.
-std::vector<std::byte> exchange(const Comm& c, const Outbound& out, int width) {
+/// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
+/// one, rank by rank. The column is taken in an agreed step between the two collectives: a rank that
+/// cannot hold what it is sent fails there, not inside the exchange.
+HostColumn exchange(const Comm& c, const Outbound& out, DType type) {
+  const int width = static_cast<int>(dtype_size(type));
   std::vector<int> in_rows(static_cast<std::size_t>(c.size));
   MPI_Alltoall(out.rows.data(), 1, MPI_INT, in_rows.data(), 1, MPI_INT, c.comm);
+  HostColumn in = agreed(c, [&] {
+    const std::int64_t total = std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0});
+    MGJOIN_INPUT_EXPECTS(total <= INT_MAX, "this rank receives " + std::to_string(total) +
+                                               " rows, more than one MPI exchange holds (2^31 - 1): use more ranks");
+    return HostColumn::allocate(type, total);
+  });
   std::vector<int> send_at(out.rows.size()), recv_at(in_rows.size());
   std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), 0);
   std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), 0);
-  const std::int64_t total = std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0});
-  std::vector<std::byte> in(static_cast<std::size_t>(total) * width);
   MPI_Datatype row;
   MPI_Type_contiguous(width, MPI_BYTE, &row);
   MPI_Type_commit(&row);
@@ -153,12 +163,6 @@ struct Received {
   }
 };
 
-HostColumn column_of(DType type, const std::vector<std::byte>& bytes) {
-  HostColumn c = HostColumn::allocate(type, static_cast<std::int64_t>(bytes.size() / dtype_size(type)));
-  if (!bytes.empty()) std::memcpy(c.data(), bytes.data(), bytes.size());
-  return c;
-}
-
 /// Sends this rank's slice of one relation to the ranks owning its keys; returns what this rank owns.
 Received shuffle(const Comm& c, const RelationView& rel, Side side, const copart::PartitionPlan& plan, std::int64_t first_row) {
   const int key_width = static_cast<int>(dtype_size(rel.key.type));
@@ -172,16 +176,38 @@ Received shuffle(const Comm& c, const RelationView& rel, Side side, const copart
     if (rel.payload) out.second = pack(rel.payload->data, payload_width, dest, c.size);
     return out;
   });
-  const std::vector<std::byte> key_bytes = exchange(c, keys, key_width);
-  std::vector<std::byte> payload_bytes;
-  if (rel.payload) payload_bytes = exchange(c, payloads, payload_width);
-  return agreed(c, [&] {
-    Received r;
-    r.key = column_of(rel.key.type, key_bytes);
-    if (rel.payload) r.payload = column_of(rel.payload->type, payload_bytes);
-    r.has_payload = rel.payload.has_value();
-    return r;
-  });
+  Received here;
+  here.key = exchange(c, keys, rel.key.type);
+  here.has_payload = rel.payload.has_value();  // the same on every rank (their layouts agreed)
+  if (here.has_payload) here.payload = exchange(c, payloads, rel.payload->type);
+  return here;
+}
+
+/// This rank's place among the ranks of its node (collective).
+struct NodePlace {
+  int rank = 0, size = 1;
+};
+NodePlace node_place(const Comm& c) {
+  MPI_Comm node;
+  MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node);
+  const Comm on_node(node);
+  MPI_Comm_free(&node);
+  return {on_node.rank, on_node.size};
+}
+
+/// The local join's options: unless they name GPUs, each rank of a node takes its own share of the
+/// node's GPUs (one each by default: one rank per GPU), so that ranks on one node never share one.
+JoinOptions options_for_rank(const JoinOptions& options, NodePlace place) {
+  JoinOptions local = options;
+  const int devices = gpu::device_count();
+  if (options.gpus == 0 || !options.gpu_ids.empty() || devices == 0) return local;
+  const int each = options.gpus > 0 ? options.gpus : std::max(1, devices / place.size);
+  MGJOIN_INPUT_EXPECTS((place.rank + 1) * each <= devices,
+                       "JoinOptions::gpus: " + std::to_string(place.size) + " ranks on this node with " + std::to_string(each) +
+                           " GPU(s) each need " + std::to_string(place.size * each) + " GPUs; it has " + std::to_string(devices));
+  local.gpu_ids.resize(static_cast<std::size_t>(each));
+  std::iota(local.gpu_ids.begin(), local.gpu_ids.end(), place.rank * each);
+  return local;
 }
 
 }  // namespace
@@ -218,7 +244,8 @@ DistributedResult join(RelationView r, RelationView s, const JoinOptions& option
   result.ranks = c.size;
   result.r_rows = r_here.key.size();
   result.s_rows = s_here.key.size();
-  result.local = agreed(c, [&] { return mgjoin::join(r_here.view(), s_here.view(), options); });
+  const NodePlace place = node_place(c);
+  result.local = agreed(c, [&] { return mgjoin::join(r_here.view(), s_here.view(), options_for_rank(options, place)); });
   CheckedSum total;
   for (const std::uint64_t n : all_gather(c, result.local.count)) total.add(n);
   agreed(c, [&] {

@@ -122,6 +122,11 @@ void check_join(const std::string& name, const Whole& r, const Whole& s) {
       check(got.count == expected.count, what + ": count " + std::to_string(got.count) + ", single process " +
                                              std::to_string(expected.count));
       check(got.ranks == ranks, what + ": ranks");
+      // Every row reached some rank (more with a hot key's copies), and no rank took them all.
+      std::int64_t rows[2] = {got.r_rows, got.s_rows}, all[2] = {0, 0};
+      MPI_Allreduce(rows, all, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      check(all[0] >= static_cast<std::int64_t>(r.keys.size()) && all[1] >= static_cast<std::int64_t>(s.keys.size()),
+            what + ": rows lost in the shuffle");
       if (output == OutputMode::Materialize) {
         std::vector<Tuple> all = gather_tuples(tuples_of(got.local)), want = tuples_of(expected);
         if (rank == 0) {
@@ -152,8 +157,10 @@ Whole uniform(std::mt19937_64& rng, DType type, std::size_t n, std::uint64_t dom
 /// A rank whose slices differ in type from rank 0's: every rank must throw RankError naming that rank.
 void check_a_failing_rank() {
   if (ranks < 2) return;
-  auto r = slice(Whole{DType::UInt64, {1, 2, 3}, {0, 0, 0}, true}, 0, 3);
-  auto s = slice(Whole{rank == 1 ? DType::UInt32 : DType::UInt64, {1, 2}, {0, 0}, true}, 0, 2);
+  // Rank 1's slices are valid on their own (both 4-byte keys): only the ranks' agreement catches them.
+  const DType type = rank == 1 ? DType::UInt32 : DType::UInt64;
+  auto r = slice(Whole{type, {1, 2, 3}, {0, 0, 0}, true}, 0, 3);
+  auto s = slice(Whole{type, {1, 2}, {0, 0}, true}, 0, 2);
   JoinOptions options;
   options.gpus = 0;
   options.output = OutputMode::Count;
@@ -162,7 +169,8 @@ void check_a_failing_rank() {
     check(false, "a rank with other key types: no error");
   } catch (const mgjoin::dist::RankError& e) {
     check(e.rank() == 1, std::string("a rank with other key types: the error names rank ") + std::to_string(e.rank()));
-    check(std::string(e.what()).find("rank 1: ") == 0, std::string("a rank with other key types: ") + e.what());
+    check(std::string(e.what()).find("rank 1: its slices' key or payload types differ from rank 0's") == 0,
+          std::string("a rank with other key types: ") + e.what());
   }
   if (rank == 0) std::printf("a failing rank: checked\n");
 }
@@ -170,7 +178,9 @@ void check_a_failing_rank() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // The engine runs OpenMP threads inside each rank; only the main thread calls MPI.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   std::uint64_t seed = std::random_device{}();
@@ -179,17 +189,23 @@ int main(int argc, char** argv) {
   if (rank == 0) std::printf("dist_join_mpi: %d rank(s), MGJOIN_TEST_SEED=%llu\n", ranks, static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);  // the same draws on every rank
 
-  check_join("random 8-byte signed keys", uniform(rng, DType::Int64, 30'011, 20'000), uniform(rng, DType::Int64, 50'021, 20'000));
-  check_join("random 4-byte unsigned keys, R without payload", uniform(rng, DType::UInt32, 20'003, 9'000, false),
-             uniform(rng, DType::UInt32, 40'009, 9'000));
+  // Named draws: the order of a call's arguments is unspecified, and a seed must replay anywhere.
+  const Whole r64 = uniform(rng, DType::Int64, 30'011, 20'000), s64 = uniform(rng, DType::Int64, 50'021, 20'000);
+  check_join("random 8-byte signed keys", r64, s64);
+  const Whole r32 = uniform(rng, DType::UInt32, 20'003, 9'000, false), s32 = uniform(rng, DType::UInt32, 40'009, 9'000);
+  check_join("random 4-byte unsigned keys, R without payload", r32, s32);
+  const Whole ri = uniform(rng, DType::Int32, 10'007, 3'000), si = uniform(rng, DType::Int32, 25'001, 3'000, false);
+  check_join("random 4-byte signed keys, S without payload", ri, si);
   Whole hot_r = uniform(rng, DType::UInt64, 20'000, 50'000), hot_s = uniform(rng, DType::UInt64, 100'003, 50'000);
   for (std::size_t i = 0; i < hot_r.keys.size(); i += 500) hot_r.keys[i] = 42;
   for (std::size_t i = 0; i < hot_s.keys.size(); i += 2) hot_s.keys[i] = 42;
   check_join("one hot key holding half of S", hot_r, hot_s);
   check_join("all keys equal", Whole{DType::Int64, std::vector<std::uint64_t>(301, 7), std::vector<std::uint64_t>(301, 1), true},
              Whole{DType::Int64, std::vector<std::uint64_t>(203, 7), std::vector<std::uint64_t>(203, 2), true});
-  check_join("empty R", Whole{DType::UInt64, {}, {}, true}, uniform(rng, DType::UInt64, 1000, 100));
-  check_join("fewer rows than ranks", uniform(rng, DType::UInt64, 2, 3), uniform(rng, DType::UInt64, 3, 3));
+  const Whole s_of_empty = uniform(rng, DType::UInt64, 1000, 100);
+  check_join("empty R", Whole{DType::UInt64, {}, {}, true}, s_of_empty);
+  const Whole r_few = uniform(rng, DType::UInt64, 2, 3), s_few = uniform(rng, DType::UInt64, 3, 3);
+  check_join("fewer rows than ranks", r_few, s_few);
   check_a_failing_rank();
 
   int all_failures = 0;

@@ -47,7 +47,9 @@ inline constexpr int kMaxRanks = 16;
 
 /// Joins the slices `r` and `s` of this rank with those of every other rank of `comm` (collective; slices
 /// may be empty and of any length; their order across ranks is the rank order). `options` is the
-/// single-process join every rank runs on what it receives (OutputMode::Count or Materialize).
+/// single-process join every rank runs on what it receives (OutputMode::Count or Materialize). Unless
+/// it names GPUs (`gpu_ids`) or asks for none (`gpus = 0`: the CPU path), each rank of a node takes its
+/// own `gpus` of the node's GPUs, in node-rank order (by default an equal share: one rank per GPU).
 /// @throw RankError when any rank fails a step (every rank throws it, naming the first that failed).
 DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm);
 
