@@ -152,19 +152,8 @@ HostColumn exchange(const Comm& c, const Outbound& out, DType type) {
   return in;
 }
 
-/// A relation this rank received: its columns, and a view of them.
-struct Received {
-  HostColumn key, payload;
-  bool has_payload = false;
-  RelationView view() {
-    RelationView v{{key.data(), key.size(), key.type()}, std::nullopt};
-    if (has_payload) v.payload = MutableColumnView{payload.data(), payload.size(), payload.type()};
-    return v;
-  }
-};
-
 /// Sends this rank's slice of one relation to the ranks owning its keys; returns what this rank owns.
-Received shuffle(const Comm& c, const RelationView& rel, Side side, const copart::PartitionPlan& plan, std::int64_t first_row) {
+Relation shuffle(const Comm& c, const RelationView& rel, Side side, const copart::PartitionPlan& plan, std::int64_t first_row) {
   const int key_width = static_cast<int>(dtype_size(rel.key.type));
   const int payload_width = rel.payload ? static_cast<int>(dtype_size(rel.payload->type)) : 0;
   auto [keys, payloads] = agreed(c, [&] {
@@ -176,10 +165,9 @@ Received shuffle(const Comm& c, const RelationView& rel, Side side, const copart
     if (rel.payload) out.second = pack(rel.payload->data, payload_width, dest, c.size);
     return out;
   });
-  Received here;
+  Relation here;
   here.key = exchange(c, keys, rel.key.type);
-  here.has_payload = rel.payload.has_value();  // the same on every rank (their layouts agreed)
-  if (here.has_payload) here.payload = exchange(c, payloads, rel.payload->type);
+  if (rel.payload) here.payload = exchange(c, payloads, rel.payload->type);  // every rank or none (layouts agreed)
   return here;
 }
 
@@ -212,6 +200,13 @@ JoinOptions options_for_rank(const JoinOptions& options, NodePlace place) {
 
 }  // namespace
 
+void agree(MPI_Comm comm, const std::function<void()>& step) {
+  agreed(Comm(comm), [&] {
+    step();
+    return 0;
+  });
+}
+
 DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm) {
   const Comm c(comm);
   agreed(c, [&] {
@@ -237,8 +232,8 @@ DistributedResult join(RelationView r, RelationView s, const JoinOptions& option
   const copart::KeySample r_sample = global_sample(c, r.key, r_rows), s_sample = global_sample(c, s.key, s_rows);
   const copart::PartitionPlan plan = agreed(c, [&] { return copart::choose_plan(r_sample, s_sample, c.size); });
 
-  Received r_here = shuffle(c, r, Side::R, plan, first_row(r_rows));
-  Received s_here = shuffle(c, s, Side::S, plan, first_row(s_rows));
+  Relation r_here = shuffle(c, r, Side::R, plan, first_row(r_rows));
+  Relation s_here = shuffle(c, s, Side::S, plan, first_row(s_rows));
 
   DistributedResult result;
   result.ranks = c.size;

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 #include "interrupt.hpp"
+#include "join_ranks.hpp"
 
 #include <mgjoin/error.hpp>
 #include <mgjoin/io.hpp>
@@ -297,9 +298,38 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
           {"output_files", outputs}};
 }
 
+/// `mgjoin join` under an MPI launcher: the relation form of the files only (join_ranks.hpp).
+RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
+  MGJOIN_INPUT_EXPECTS(a.r_dir.empty() && a.s_dir.empty() && a.r_columns.empty() && a.s_columns.empty(),
+                       "under mpirun, mgjoin join takes --r-key/--s-key files (and --r-payload/--s-payload), not "
+                       "--r-dir/--s-dir or --r-columns/--s-columns");
+  MGJOIN_INPUT_EXPECTS(a.how == "inner", "--how " + a.how + ": under mpirun, mgjoin join makes inner joins only");
+  MGJOIN_INPUT_EXPECTS(form != TableOutput::GatherMaps, "--output maps: under mpirun, mgjoin join counts or writes columns");
+  MGJOIN_INPUT_EXPECTS(!a.r_key.empty() && !a.s_key.empty(), "--r-key and --s-key are required");
+  MGJOIN_INPUT_EXPECTS(form == TableOutput::Count ? a.out_dir.empty() : !a.out_dir.empty(),
+                       "one of --out-dir (write the joined columns) or --count is required, not both");
+  const auto type = parse_type_option(a.type, "--type");
+  const auto r_type = parse_type_option(a.r_type, "--r-type"), s_type = parse_type_option(a.s_type, "--s-type");
+  RankJoinRequest q;
+  q.r_key = a.r_key;
+  q.r_payload = a.r_payload;
+  q.s_key = a.s_key;
+  q.s_payload = a.s_payload;
+  q.r_type = first_of({r_type, type});
+  q.s_type = first_of({s_type, type});
+  q.r_payload_type = first_of({parse_type_option(a.r_payload_type, "--r-payload-type"), r_type, type});
+  q.s_payload_type = first_of({parse_type_option(a.s_payload_type, "--s-payload-type"), s_type, type});
+  q.out_dir = a.out_dir;
+  q.json = a.json;
+  a.engine.apply(q.options);
+  q.options.output = form == TableOutput::Count ? OutputMode::Count : OutputMode::Materialize;
+  return q;
+}
+
 void run_join(const JoinArgs& args) {
   install_interrupt_handler();
   const TableOutput form = output_form(args);
+  if (launched_as_ranks()) return run_join_ranks(rank_request(args, form));
   const bool writes = form != TableOutput::Count;
   MGJOIN_INPUT_EXPECTS(!writes || !args.out_dir.empty(),
                        "one of --out-dir (write the joined columns or --output maps) or --count (print the number of "

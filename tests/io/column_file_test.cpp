@@ -78,6 +78,26 @@ TEST_F(TempDirTest, LargeColumnRoundTripsThroughParallelIo) {
   expect_same(c, read_column(path));
 }
 
+TEST_F(TempDirTest, RowRangesReadSlicesAndRefuseRowsPastTheEnd) {
+  const HostColumn c = random_column(DType::UInt32, 1001, announce_seed());
+  for (const char* name : {"col.npy", "col.bin"}) {
+    const fs::path path = dir() / name;
+    write_column(path, c.view());
+    const std::optional<DType> raw = file_format_of(path) == FileFormat::Raw ? std::optional(DType::UInt32) : std::nullopt;
+    const HostColumn mid = read_column_rows(path, 333, 334, raw);
+    ASSERT_EQ(mid.size(), 334);
+    EXPECT_EQ(std::memcmp(mid.data(), c.as<std::uint32_t>() + 333, 334 * 4), 0) << name;
+    EXPECT_EQ(read_column_rows(path, 1000, -1, raw).size(), 1);  // to the end
+    EXPECT_EQ(read_column_rows(path, 1001, 0, raw).size(), 0);   // an empty slice at the end
+    try {
+      read_column_rows(path, 900, 200, raw);
+      ADD_FAILURE() << name << ": rows past the end were read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("rows [900, 1100) are past its 1001 rows"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(TempDirTest, WrittenHeaderIsNumpyV1AlignedTo64) {
   const std::vector<std::uint64_t> v{1, 2, 3};
   write_column(dir() / "h.npy", ColumnView{v.data(), 3, DType::UInt64});

@@ -20,6 +20,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace mgjoin::dist {
@@ -41,6 +42,11 @@ struct DistributedResult {
   JoinResult local;         ///< this rank's part: its output rows (Materialize), its count, its phases
   std::int64_t r_rows = 0, s_rows = 0;  ///< rows of R and S this rank joined (its key range's)
 };
+
+/// Runs `step` on this rank, then the ranks of `comm` agree on whether it failed on any of them: if so
+/// every rank throws RankError with the message of the lowest rank that failed (collective). Callers wrap
+/// their own local steps between collectives in it (reading a rank's slice, writing its part).
+void agree(MPI_Comm comm, const std::function<void()>& step);
 
 /// Most ranks one join spans (the splitters' plan; as many as the co-partitioned flow's GPUs).
 inline constexpr int kMaxRanks = 16;

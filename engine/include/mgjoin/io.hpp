@@ -39,6 +39,11 @@ ColumnFileInfo inspect_column_file(const std::filesystem::path& path, std::optio
 HostColumn read_column(const std::filesystem::path& path, std::optional<DType> raw_type = {},
                        MemoryKind memory = MemoryKind::Pageable);
 
+/// Reads rows [first, first + rows) of a column file (`rows` < 0: to its end), e.g. one rank's slice.
+/// @throw InputError as read_column, or naming the file when the rows are past its end.
+HostColumn read_column_rows(const std::filesystem::path& path, std::int64_t first, std::int64_t rows,
+                            std::optional<DType> raw_type = {}, MemoryKind memory = MemoryKind::Pageable);
+
 /// A column written completely under a temporary name next to `final_path` (same directory, so the
 /// rename is atomic). Destroying it uncommitted removes the temporary file: a failed run never
 /// leaves a final-named file behind.

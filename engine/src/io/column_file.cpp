@@ -100,10 +100,19 @@ ColumnFileInfo inspect_column_file(const fs::path& path, std::optional<DType> ra
 }
 
 HostColumn read_column(const fs::path& path, std::optional<DType> raw_type, MemoryKind memory) {
+  return read_column_rows(path, 0, -1, raw_type, memory);
+}
+
+HostColumn read_column_rows(const fs::path& path, std::int64_t first, std::int64_t rows, std::optional<DType> raw_type,
+                            MemoryKind memory) {
   const auto file = detail::FileHandle::open_read(path);
   const ColumnFileInfo info = inspect(file, path, raw_type);
-  HostColumn column = HostColumn::allocate(info.type, info.size, memory);
-  file.read_exact(column.data(), column.bytes(), info.data_offset);
+  if (rows < 0) rows = info.size - std::min(first, info.size);
+  MGJOIN_INPUT_EXPECTS(first >= 0 && first <= info.size && rows <= info.size - first,
+                       path.string() + ": rows [" + std::to_string(first) + ", " + std::to_string(first + rows) +
+                           ") are past its " + std::to_string(info.size) + " rows");
+  HostColumn column = HostColumn::allocate(info.type, rows, memory);
+  file.read_exact(column.data(), column.bytes(), info.data_offset + static_cast<std::uint64_t>(first) * dtype_size(info.type));
   return column;
 }
 
