@@ -48,6 +48,7 @@ struct ColumnSource {
   std::optional<DType> raw_type;
   std::string type_options;  // which options set raw_type, for the "needs a type" message
   ColumnFileInfo info;
+  std::vector<fs::path> parts;  ///< a table in parts: this column's file in every part, in order (path: the first)
 };
 
 /// One input table: its columns and the names of its key columns.
@@ -104,15 +105,27 @@ std::vector<ColumnSource> npy_files_of(const fs::path& dir, const std::string& d
   std::vector<ColumnSource> columns;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.is_regular_file() || file_format_of(entry.path()) != FileFormat::Npy) continue;
-    columns.push_back({entry.path().stem().string(), dir_opt, entry.path(), std::nullopt, "", {}});
+    columns.push_back({entry.path().stem().string(), dir_opt, entry.path(), std::nullopt, "", {}, {}});
   }
   std::sort(columns.begin(), columns.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return columns;
 }
 
+/// The columns of a table in parts (`mpirun mgjoin join --out-dir DIR`'s manifest.json): each named by
+/// its file's stem, read from every part in order.
+std::vector<ColumnSource> parts_columns_of(const PartsTable& parts, const std::string& dir_opt) {
+  std::vector<ColumnSource> columns;
+  for (const std::string& file : parts.columns) {
+    ColumnSource c{fs::path(file).stem().string(), dir_opt, parts.part_dirs.front() / file, std::nullopt, "", {}, {}};
+    for (const fs::path& d : parts.part_dirs) c.parts.push_back(d / file);
+    columns.push_back(std::move(c));
+  }
+  return columns;
+}
+
 /// --r-dir DIR: every .npy file of DIR is a column (`mgjoin generate`'s layout, r_key.npy and
-/// r_payload.npy beside S's files, reads as the columns key and payload); the key is --r-key's names,
-/// or the column named key.
+/// r_payload.npy beside S's files, reads as the columns key and payload; a table in parts, by its
+/// manifest.json); the key is --r-key's names, or the column named key.
 TableSource table_from_dir(const std::string& side, const std::string& dir, const std::string& key_names) {
   const std::string dir_opt = "--" + side + "-dir", key_opt = "--" + side + "-key";
   const fs::path d = dir;
@@ -121,7 +134,13 @@ TableSource table_from_dir(const std::string& side, const std::string& dir, cons
   const std::string prefix = side + "_";
   // mgjoin generate's layout: R's and S's files side by side (r_key.npy and s_key.npy), no key.npy.
   const bool generated = !fs::exists(d / "key.npy") && fs::exists(d / "r_key.npy") && fs::exists(d / "s_key.npy");
-  for (ColumnSource& c : npy_files_of(d, dir_opt)) {
+  std::optional<PartsTable> parts;
+  try {
+    parts = read_parts_manifest(d);
+  } catch (const InputError& e) {
+    throw InputError(dir_opt + " " + e.what());
+  }
+  for (ColumnSource& c : parts ? parts_columns_of(*parts, dir_opt) : npy_files_of(d, dir_opt)) {
     if (generated) {
       if (!c.name.starts_with(prefix)) continue;  // the other side's columns
       c.name = c.name.substr(prefix.size());
@@ -146,10 +165,10 @@ TableSource table_from_files(const std::string& side, const std::string& key, co
                              std::optional<DType> key_type, std::optional<DType> payload_type) {
   const std::string types = "--" + side + "-type or --type";
   TableSource t;
-  t.columns.push_back({"key", "--" + side + "-key", key, key_type, types, {}});
+  t.columns.push_back({"key", "--" + side + "-key", key, key_type, types, {}, {}});
   if (!payload.empty())
     t.columns.push_back(
-        {"payload", "--" + side + "-payload", payload, payload_type, "--" + side + "-payload-type, " + types, {}});
+        {"payload", "--" + side + "-payload", payload, payload_type, "--" + side + "-payload-type, " + types, {}, {}});
   t.key = {"key"};
   return t;
 }
@@ -180,6 +199,13 @@ void inspect(ColumnSource& column) {
                        name + ": raw file (not .npy) needs its type: give " + column.type_options);
   try {
     column.info = inspect_column_file(column.path, column.raw_type);
+    for (std::size_t i = 1; i < column.parts.size(); ++i) {  // a table in parts: the rows of every part
+      const ColumnFileInfo part = inspect_column_file(column.parts[i], column.raw_type);
+      MGJOIN_INPUT_EXPECTS(part.type == column.info.type, column.parts[i].string() + ": " + std::string(dtype_name(part.type)) +
+                                                              ", but " + column.path.string() + " is " +
+                                                              std::string(dtype_name(column.info.type)));
+      column.info.size += part.size;
+    }
   } catch (const InputError& e) {
     throw InputError(column.option + " " + e.what());
   }
@@ -221,7 +247,8 @@ LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads)
     const bool key = std::find(src.key.begin(), src.key.end(), c.name) != src.key.end();
     const bool chosen = !src.chosen || std::find(src.chosen->begin(), src.chosen->end(), c.name) != src.chosen->end();
     if (!key && !(payloads && chosen)) continue;
-    t.columns.push_back(read_column(c.path, c.raw_type, memory));
+    t.columns.push_back(c.parts.empty() ? read_column(c.path, c.raw_type, memory)
+                                        : read_column_concat(c.parts, c.raw_type, memory));
     t.view.columns.push_back({c.name, t.columns.back().view()});
   }
   return t;

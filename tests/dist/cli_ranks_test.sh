@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `mgjoin join` under mpirun (apps/mgjoin/join_ranks.hpp) on the CPU path, against the single-process
 # `mgjoin join` of the same files: the count with 1 to 4 ranks; a materialized output in part directories
-# whose manifest adds up to the count; --json naming the ranks; a missing file ending every rank with
-# one error line, printed once.
+# whose manifest adds up to the count and that read back as one table (--r-dir); --json naming the ranks;
+# a missing file ending every rank with one error line, printed once.
 #   cli_ranks_test.sh MGJOIN MPIEXEC NUMPROC_FLAG
 set -euo pipefail
 mgjoin=$1 mpiexec=$2 np=$3
@@ -35,6 +35,13 @@ for p in m["parts"]:
         size = os.path.getsize(os.path.join(out, p["dir"], c))
         assert size >= 8 * p["rows"] + 64, (p, c, size)  # .npy header, then 8-byte values
 PY
+
+# The parts read as one table (--r-dir of a manifest): joined with the single process's output, they
+# count what that output joined with itself counts (the same key multiset).
+"$mgjoin" join "${files[@]}" --out-dir "$dir/one" 2> /dev/null
+self=$("$mgjoin" join --r-dir "$dir/one" --s-dir "$dir/one" --gpus 0 --count 2> /dev/null)
+parts=$("$mgjoin" join --r-dir "$dir/out" --s-dir "$dir/one" --gpus 0 --count 2> /dev/null)
+[ "$parts" = "$self" ] || fail "the parts as one table counted $parts, the single output $self"
 
 json=$("$mpiexec" "$np" 2 "$mgjoin" join "${files[@]}" --count --json 2> /dev/null)
 python3 -c 'import json, sys; j = json.loads(sys.argv[1]); assert j["ranks"] == 2 and j["count"] == int(sys.argv[2]), j' \

@@ -98,6 +98,39 @@ TEST_F(TempDirTest, RowRangesReadSlicesAndRefuseRowsPastTheEnd) {
   }
 }
 
+TEST_F(TempDirTest, ATableInPartsReadsAsOneAndAWrongManifestIsNamed) {
+  const HostColumn a = random_column(DType::Int64, 300, announce_seed()), b = random_column(DType::Int64, 0, 1),
+                   c = random_column(DType::Int64, 77, 2);
+  const HostColumn* parts[] = {&a, &b, &c};
+  for (int i = 0; i < 3; ++i) {
+    fs::create_directories(dir() / ("part-" + std::to_string(i)));
+    write_column(dir() / ("part-" + std::to_string(i)) / "key.npy", parts[i]->view());
+  }
+  const auto manifest = [&](int middle_rows) {
+    std::ofstream(dir() / "manifest.json") << R"({"format": "mgjoin-parts", "version": 1, "columns": ["key.npy"], "parts": [)"
+                                           << R"({"dir": "part-0", "rows": 300}, {"dir": "part-1", "rows": )" << middle_rows
+                                           << R"(}, {"dir": "part-2", "rows": 77}]})";
+  };
+  EXPECT_FALSE(read_parts_manifest(dir()).has_value());  // no manifest: not a table in parts
+  manifest(0);
+  const auto table = read_parts_manifest(dir());
+  ASSERT_TRUE(table.has_value());
+  ASSERT_EQ(table->part_dirs.size(), 3u);
+  std::vector<fs::path> files;
+  for (const fs::path& d : table->part_dirs) files.push_back(d / "key.npy");
+  const HostColumn whole = read_column_concat(files);
+  ASSERT_EQ(whole.size(), 377);
+  EXPECT_EQ(std::memcmp(whole.data(), a.data(), 300 * 8), 0);
+  EXPECT_EQ(std::memcmp(whole.as<std::int64_t>() + 300, c.data(), 77 * 8), 0);
+  manifest(5);  // a part that holds other rows than the manifest says
+  try {
+    read_parts_manifest(dir());
+    ADD_FAILURE() << "a manifest that disagrees with its parts was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("part-1/key.npy: 0 rows, but"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TempDirTest, WrittenHeaderIsNumpyV1AlignedTo64) {
   const std::vector<std::uint64_t> v{1, 2, 3};
   write_column(dir() / "h.npy", ColumnView{v.data(), 3, DType::UInt64});

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <optional>
 #include <span>
+#include <string>
+#include <vector>
 
 namespace mgjoin {
 
@@ -79,6 +81,24 @@ void commit_all(std::span<StagedColumnFile> files);
 
 /// stage_column + commit.
 void write_column(const std::filesystem::path& path, ColumnView column);
+
+/// A table written in parts (`mpirun -np N mgjoin join ... --out-dir D`): D/manifest.json with
+/// "format": "mgjoin-parts" names its column files and its part directories, in order; a column is its
+/// file in every part, one after the other.
+struct PartsTable {
+  std::vector<std::string> columns;  ///< file names, e.g. "key.npy"
+  std::vector<std::filesystem::path> part_dirs;
+  std::vector<std::int64_t> part_rows;
+};
+
+/// The manifest of `dir`, checked against its parts' files (each holds the rows the manifest says);
+/// nullopt when `dir` holds no manifest.json. @throw InputError naming the file that is wrong.
+std::optional<PartsTable> read_parts_manifest(const std::filesystem::path& dir);
+
+/// The files `paths` (one dtype) read one after the other into one column.
+/// @throw InputError as read_column, or naming a file of another dtype.
+HostColumn read_column_concat(std::span<const std::filesystem::path> paths, std::optional<DType> raw_type = {},
+                              MemoryKind memory = MemoryKind::Pageable);
 
 /// Creates `dir` (and parents) when missing and checks that files can be created in it.
 /// `option` names the option in the error message (e.g. "--out-dir").
