@@ -43,10 +43,14 @@ template <class Step>
 auto agreed(const Comm& c, Step&& step) -> decltype(step()) {
   std::optional<decltype(step())> value;
   std::string error;
+  RankError::Kind kind = RankError::Kind::Error;
   try {
     value.emplace(step());
   } catch (const std::exception& e) {
     error = *e.what() ? e.what() : "failed";
+    if (dynamic_cast<const InputError*>(&e)) kind = RankError::Kind::Input;
+    if (dynamic_cast<const OutOfMemory*>(&e)) kind = RankError::Kind::OutOfMemory;
+    if (dynamic_cast<const Cancelled*>(&e)) kind = RankError::Kind::Cancelled;
   } catch (...) {
     error = "failed with an exception that is not a std::exception";
   }
@@ -54,11 +58,11 @@ auto agreed(const Comm& c, Step&& step) -> decltype(step()) {
   int first = INT_MAX;
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c.comm);
   if (first == INT_MAX) return std::move(*value);
-  int length = c.rank == first ? static_cast<int>(error.size()) : 0;
-  MPI_Bcast(&length, 1, MPI_INT, first, c.comm);
-  error.resize(static_cast<std::size_t>(length));
-  MPI_Bcast(error.data(), length, MPI_CHAR, first, c.comm);
-  throw RankError(first, error);
+  int head[2] = {c.rank == first ? static_cast<int>(error.size()) : 0, static_cast<int>(kind)};
+  MPI_Bcast(head, 2, MPI_INT, first, c.comm);
+  error.resize(static_cast<std::size_t>(head[0]));
+  MPI_Bcast(error.data(), head[0], MPI_CHAR, first, c.comm);
+  throw RankError(first, static_cast<RankError::Kind>(head[1]), error);
 }
 
 /// What every rank's slices must agree on: key type, and each side's payload type (-1: none).

@@ -355,8 +355,9 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
 
 void run_join(const JoinArgs& args) {
   install_interrupt_handler();
+  // Across ranks every check runs inside the ranks' agreement, so that an error is printed once.
+  if (launched_as_ranks()) return run_join_ranks([&] { return rank_request(args, output_form(args)); });
   const TableOutput form = output_form(args);
-  if (launched_as_ranks()) return run_join_ranks(rank_request(args, form));
   const bool writes = form != TableOutput::Count;
   MGJOIN_INPUT_EXPECTS(!writes || !args.out_dir.empty(),
                        "one of --out-dir (write the joined columns or --output maps) or --count (print the number of "

@@ -1,5 +1,7 @@
 #include "join_ranks.hpp"
 
+#include "interrupt.hpp"
+
 #include <mgjoin/error.hpp>
 #include <mgjoin/io.hpp>
 
@@ -22,14 +24,15 @@
 namespace mgjoin::cli {
 
 bool launched_as_ranks() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(name)) return true;
+  // A one-rank job (srun -n1, mpirun -np 1) runs as one process: every option of `mgjoin join` works.
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+    if (const char* size = std::getenv(name); size && std::atoi(size) > 1) return true;
   return false;
 }
 
 #ifndef MGJOIN_WITH_MPI
 
-void run_join_ranks(const RankJoinRequest&) {
+void run_join_ranks(const std::function<RankJoinRequest()>&) {
   throw InputError("this mgjoin was built without MPI (install libopenmpi-dev and rebuild): it cannot join across "
                    "the ranks an MPI launcher started; run it without mpirun");
 }
@@ -78,44 +81,56 @@ Relation read_slice(const std::string& key, const std::string& payload, std::opt
   return s;
 }
 
-/// Rank 0 rethrows the ranks' error for the caller to print; the others leave quietly.
+/// Ends every rank after a failed step: rank 0 prints the error once, and all finalize MPI (so no launcher
+/// kills rank 0 before it has printed) and exit with the status one process would.
 [[noreturn]] void fail(const dist::RankError& e, int rank) {
-  if (rank == 0) throw Error(e.what());
+  if (rank == 0) {
+    if (e.kind() == dist::RankError::Kind::Cancelled)
+      std::fprintf(stderr, "\nmgjoin: interrupted: stopped cleanly, no output was committed (%s)\n", e.what());
+    else
+      std::fprintf(stderr, "mgjoin: error: %s\n", e.what());
+    std::fflush(stderr);
+  }
   MPI_Finalize();
-  std::exit(1);
+  std::exit(e.kind() == dist::RankError::Kind::Input ? 2 : e.kind() == dist::RankError::Kind::Cancelled ? kInterruptedExit : 1);
 }
 
 }  // namespace
 
-void run_join_ranks(const RankJoinRequest& q) {
+void run_join_ranks(const std::function<RankJoinRequest()>& request) {
   const MpiSession session;
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  const bool writes = !q.out_dir.empty();
-  const fs::path out_dir = q.out_dir;
   try {
-    const MemoryKind memory = q.options.gpus != 0 && gpu::device_count() > 0 ? MemoryKind::Pinned : MemoryKind::Pageable;
+    RankJoinRequest q;
+    dist::agree(MPI_COMM_WORLD, [&] { q = request(); });
+    q.options.cancel = &interrupt_flag();  // mpirun passes Ctrl-C to every rank
+    const bool writes = !q.out_dir.empty();
+    const fs::path out_dir = q.out_dir;
     Relation r, s;
     dist::agree(MPI_COMM_WORLD, [&] {
-      if (writes && rank == 0) prepare_output_directory(out_dir, "--out-dir");
-      r = read_slice(q.r_key, q.r_payload, q.r_type, q.r_payload_type, rank, ranks, memory);
-      s = read_slice(q.s_key, q.s_payload, q.s_type, q.s_payload_type, rank, ranks, memory);
+      if (writes && rank == 0) {
+        prepare_output_directory(out_dir, "--out-dir");
+        fs::remove(out_dir / "manifest.json");  // the manifest marks committed parts: a new one comes last
+      }
+      // Pageable: the slices only cross MPI; what a rank's GPUs copy is what it receives.
+      r = read_slice(q.r_key, q.r_payload, q.r_type, q.r_payload_type, rank, ranks, MemoryKind::Pageable);
+      s = read_slice(q.s_key, q.s_payload, q.s_type, q.s_payload_type, rank, ranks, MemoryKind::Pageable);
     });
     const dist::DistributedResult result = dist::join(r.view(), s.view(), q.options, MPI_COMM_WORLD);
 
     std::vector<std::string> outputs;
     if (writes) {
       // Every rank stages its part; only when all have does any commit; rank 0 then writes the manifest.
-      const std::string part = "part-" + std::to_string(rank);
+      const fs::path part = out_dir / ("part-" + std::to_string(rank));
       std::vector<StagedColumnFile> staged;
       dist::agree(MPI_COMM_WORLD, [&] {
-        fs::create_directories(out_dir / part);
-        staged.push_back(stage_column(out_dir / part / "key.npy", result.local.key.view()));
-        if (r.payload)
-          staged.push_back(stage_column(out_dir / part / "r.payload.npy", result.local.r_payload.view()));
-        if (s.payload)
-          staged.push_back(stage_column(out_dir / part / "s.payload.npy", result.local.s_payload.view()));
+        fs::create_directories(part);
+        staged.push_back(stage_column(part / "key.npy", result.local.key.view()));
+        if (r.payload) staged.push_back(stage_column(part / "r.payload.npy", result.local.r_payload.view()));
+        if (s.payload) staged.push_back(stage_column(part / "s.payload.npy", result.local.s_payload.view()));
+        throw_if_interrupted();
       });
       dist::agree(MPI_COMM_WORLD, [&] { commit_all(staged); });
       std::vector<std::uint64_t> rows(static_cast<std::size_t>(ranks));
@@ -123,19 +138,14 @@ void run_join_ranks(const RankJoinRequest& q) {
       MPI_Gather(&mine, 1, MPI_UINT64_T, rows.data(), 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
       dist::agree(MPI_COMM_WORLD, [&] {
         if (rank != 0) return;
-        nlohmann::json manifest{{"format", "mgjoin-parts"}, {"version", 1}, {"ranks", ranks}, {"rows", result.count}};
-        for (const StagedColumnFile& f : staged) manifest["columns"].push_back(f.final_path().filename().string());
-        for (int i = 0; i < ranks; ++i)
-          manifest["parts"].push_back({{"dir", "part-" + std::to_string(i)}, {"rows", rows[static_cast<std::size_t>(i)]}});
-        const fs::path path = out_dir / "manifest.json";
-        const fs::path temp = out_dir / ".manifest.json.tmp";
-        std::FILE* f = std::fopen(temp.c_str(), "w");
-        MGJOIN_INPUT_EXPECTS(f, temp.string() + ": cannot write the manifest");
-        const std::string text = manifest.dump(2) + "\n";
-        const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-        MGJOIN_INPUT_EXPECTS(std::fclose(f) == 0 && written, temp.string() + ": cannot write the manifest");
-        fs::rename(temp, path);
-        outputs.push_back(path.string());
+        PartsTable table;
+        for (const StagedColumnFile& f : staged) table.columns.push_back(f.final_path().filename().string());
+        for (int i = 0; i < ranks; ++i) {
+          table.part_dirs.push_back(out_dir / ("part-" + std::to_string(i)));
+          table.part_rows.push_back(static_cast<std::int64_t>(rows[static_cast<std::size_t>(i)]));
+        }
+        write_parts_manifest(out_dir, table);
+        outputs.push_back((out_dir / "manifest.json").string());
       });
     }
     if (rank != 0) return;

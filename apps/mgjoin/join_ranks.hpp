@@ -7,12 +7,14 @@
 #include <mgjoin/join.hpp>
 #include <mgjoin/types.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 
 namespace mgjoin::cli {
 
-/// Whether an MPI launcher started this process (Open MPI, PMI or PMIx environment variables).
+/// Whether an MPI launcher started this process as one of two or more ranks (Open MPI's, PMI's or
+/// Slurm's world size in the environment).
 bool launched_as_ranks();
 
 /// What one `mgjoin join` across ranks asks for.
@@ -24,9 +26,11 @@ struct RankJoinRequest {
   JoinOptions options;  ///< the engine flags, and output Count or Materialize
 };
 
-/// Runs the join on this rank (collective over MPI_COMM_WORLD). Rank 0 throws the first failing rank's
-/// error (the caller prints it); the other ranks end the process with status 1 without a word, so the
-/// error is printed once. @throw InputError where this mgjoin was built without MPI.
-void run_join_ranks(const RankJoinRequest& request);
+/// Runs the join on this rank (collective over MPI_COMM_WORLD); `request` reads and checks the options
+/// (on every rank, inside the ranks' agreement). An error on any rank ends every rank: rank 0 prints
+/// the first failing rank's error once, and every rank exits with the status one process would (2 for
+/// bad input, the interrupted status after Ctrl-C, else 1). @throw InputError where this mgjoin was
+/// built without MPI.
+void run_join_ranks(const std::function<RankJoinRequest()>& request);
 
 }  // namespace mgjoin::cli

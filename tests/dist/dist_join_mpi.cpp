@@ -169,6 +169,7 @@ void check_a_failing_rank() {
     check(false, "a rank with other key types: no error");
   } catch (const mgjoin::dist::RankError& e) {
     check(e.rank() == 1, std::string("a rank with other key types: the error names rank ") + std::to_string(e.rank()));
+    check(e.kind() == mgjoin::dist::RankError::Kind::Input, "a rank with other key types: not an input error");
     check(std::string(e.what()).find("rank 1: its slices' key or payload types differ from rank 0's") == 0,
           std::string("a rank with other key types: ") + e.what());
   }

@@ -93,7 +93,7 @@ TEST_F(TempDirTest, RowRangesReadSlicesAndRefuseRowsPastTheEnd) {
       read_column_rows(path, 900, 200, raw);
       ADD_FAILURE() << name << ": rows past the end were read";
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("rows [900, 1100) are past its 1001 rows"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("200 rows from row 900 are past its 1001 rows"), std::string::npos) << e.what();
     }
   }
 }
@@ -109,7 +109,7 @@ TEST_F(TempDirTest, ATableInPartsReadsAsOneAndAWrongManifestIsNamed) {
   const auto manifest = [&](int middle_rows) {
     std::ofstream(dir() / "manifest.json") << R"({"format": "mgjoin-parts", "version": 1, "columns": ["key.npy"], "parts": [)"
                                            << R"({"dir": "part-0", "rows": 300}, {"dir": "part-1", "rows": )" << middle_rows
-                                           << R"(}, {"dir": "part-2", "rows": 77}]})";
+                                           << R"(}, {"dir": "part-2", "rows": 77}], "rows": )" << 377 + middle_rows << "}";
   };
   EXPECT_FALSE(read_parts_manifest(dir()).has_value());  // no manifest: not a table in parts
   manifest(0);
@@ -122,6 +122,14 @@ TEST_F(TempDirTest, ATableInPartsReadsAsOneAndAWrongManifestIsNamed) {
   ASSERT_EQ(whole.size(), 377);
   EXPECT_EQ(std::memcmp(whole.data(), a.data(), 300 * 8), 0);
   EXPECT_EQ(std::memcmp(whole.as<std::int64_t>() + 300, c.data(), 77 * 8), 0);
+  std::ofstream(dir() / "manifest.json") << R"({"format": "mgjoin-parts", "version": 1, "columns": ["key.npy"], )"
+                                         << R"("parts": [{"dir": "../part-0", "rows": 300}], "rows": 300})";
+  try {
+    read_parts_manifest(dir());
+    ADD_FAILURE() << "a part outside the directory was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("part \"../part-0\" is not a folder inside"), std::string::npos) << e.what();
+  }
   manifest(5);  // a part that holds other rows than the manifest says
   try {
     read_parts_manifest(dir());

@@ -25,15 +25,19 @@
 
 namespace mgjoin::dist {
 
-/// Another rank (or this one) failed a step of a collective call; what() names the rank.
+/// Another rank (or this one) failed a step of a collective call; what() names the rank, kind() says
+/// what the failing rank threw (so that callers answer as they would in one process).
 class RankError : public Error {
  public:
-  RankError(int rank, const std::string& message)
-      : Error("rank " + std::to_string(rank) + ": " + message), rank_(rank) {}
+  enum class Kind : int { Error = 0, Input = 1, OutOfMemory = 2, Cancelled = 3 };
+  RankError(int rank, Kind kind, const std::string& message)
+      : Error("rank " + std::to_string(rank) + ": " + message), rank_(rank), kind_(kind) {}
   int rank() const { return rank_; }
+  Kind kind() const { return kind_; }
 
  private:
   int rank_;
+  Kind kind_;
 };
 
 struct DistributedResult {

@@ -91,9 +91,14 @@ struct PartsTable {
   std::vector<std::int64_t> part_rows;
 };
 
-/// The manifest of `dir`, checked against its parts' files (each holds the rows the manifest says);
-/// nullopt when `dir` holds no manifest.json. @throw InputError naming the file that is wrong.
+/// The manifest of `dir`, checked against its parts' files (each holds the rows the manifest says; names
+/// stay inside `dir`; no column file of the same name beside it); nullopt when `dir` holds no
+/// manifest.json. @throw InputError naming the file that is wrong.
 std::optional<PartsTable> read_parts_manifest(const std::filesystem::path& dir);
+
+/// Writes `dir`/manifest.json for `table` (part folders inside `dir`), atomically: the manifest is what
+/// makes the parts a table, so it is written last. @throw InputError naming the file.
+void write_parts_manifest(const std::filesystem::path& dir, const PartsTable& table);
 
 /// The files `paths` (one dtype) read one after the other into one column.
 /// @throw InputError as read_column, or naming a file of another dtype.

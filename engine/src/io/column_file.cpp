@@ -109,8 +109,8 @@ HostColumn read_column_rows(const fs::path& path, std::int64_t first, std::int64
   const ColumnFileInfo info = inspect(file, path, raw_type);
   if (rows < 0) rows = info.size - std::min(first, info.size);
   MGJOIN_INPUT_EXPECTS(first >= 0 && first <= info.size && rows <= info.size - first,
-                       path.string() + ": rows [" + std::to_string(first) + ", " + std::to_string(first + rows) +
-                           ") are past its " + std::to_string(info.size) + " rows");
+                       path.string() + ": " + std::to_string(rows) + " rows from row " + std::to_string(first) +
+                           " are past its " + std::to_string(info.size) + " rows");
   HostColumn column = HostColumn::allocate(info.type, rows, memory);
   file.read_exact(column.data(), column.bytes(), info.data_offset + static_cast<std::uint64_t>(first) * dtype_size(info.type));
   return column;
