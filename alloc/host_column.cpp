@@ -26,9 +26,12 @@ namespace {
 /// ~0.6 GB/s; huge pages cut the faults 512-fold (a hint: madvise errors are ignored).
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
+/// `bytes` rounded up to whole huge pages.
+std::size_t huge_pages_of(std::size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+
 void* allocate_pageable(std::size_t bytes) {
   if (bytes < 2 * kHugePage) return std::aligned_alloc(64, bytes);
-  const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  const std::size_t rounded = huge_pages_of(bytes);
   void* p = std::aligned_alloc(kHugePage, rounded);
   if (p) ::madvise(p, rounded, MADV_HUGEPAGE);
   return p;
@@ -40,8 +43,6 @@ void* allocate_pageable(std::size_t bytes) {
 /// already present only pins them.
 constexpr std::size_t kRegisteredPinnedBytes = std::size_t{64} << 20;
 
-std::size_t registered_bytes(std::size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
-
 /// Frees a block of allocate_pinned (by the same size rule that chose how it was made).
 void free_pinned(void* p, std::size_t bytes) {
   if (bytes < kRegisteredPinnedBytes) {
@@ -49,7 +50,7 @@ void free_pinned(void* p, std::size_t bytes) {
     return;
   }
   cudaHostUnregister(p);
-  ::munmap(p, registered_bytes(bytes));
+  ::munmap(p, huge_pages_of(bytes));
 }
 
 /// Pinned blocks freed by columns, kept for the next pinned allocation (types.hpp says why). A block
@@ -152,7 +153,7 @@ void* allocate_pinned(std::size_t bytes) {
       cudaGetLastError();
       return nullptr;
     }
-    p = map_and_register(registered_bytes(bytes));
+    p = map_and_register(huge_pages_of(bytes));
   } else if (cudaMallocHost(&p, bytes) != cudaSuccess) {
     cudaGetLastError();
     p = nullptr;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/benchmarks/median_time.hpp"
 #include "host_merge/detail/simd_merge.hpp"
 #include "host_merge/multiway_merge.hpp"
 #include "host_merge/zip_iterator.hpp"
@@ -73,20 +74,8 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double seconds_of(const std::function<void()>& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-/// One warm-up run, then the median of `reps` timed runs.
-double median_seconds(int reps, const std::function<void()>& f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) t.push_back(seconds_of(f));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using mgjoin::bench::median_seconds;
+using mgjoin::bench::seconds_of;
 
 /// Uninitialised array, first-touched by all threads (so pages spread like the engine's buffers).
 template <class T>

@@ -1,30 +1,16 @@
 #include "host_rates.hpp"
 
+#include "benchmarks/median_time.hpp"
+
 #include "host_merge/multiway_merge.hpp"
 #include "host_merge/parallel_copy.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
 namespace mgjoin::cli {
-namespace {
-
-template <class Fn>
-double median_seconds(int repeats, Fn&& fn) {
-  fn();  // warm-up: first touch of every page
-  std::vector<double> runs;
-  for (int i = 0; i < std::max(repeats, 1); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
-}
-
-}  // namespace
+using bench::median_seconds;
 
 double measure_host_memcpy_gbps(std::size_t bytes, int repeats) {
   std::vector<char> from(bytes, 1), to(bytes);

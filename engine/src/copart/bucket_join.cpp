@@ -91,10 +91,6 @@ struct Pass1Gpu {
 class Pass1 {
  public:
   Pass1(const BucketPlan& plan, const CopartContext& ctx, std::uint64_t key_xor) : plan_(plan), key_xor_(key_xor) {
-    const int groups = plan.groups.gpus;
-    const int key_bytes = std::max(plan.r.key_bytes, plan.s.key_bytes);
-    const int payload_bytes = std::max(plan.r.payload_bytes, plan.s.payload_bytes);
-    const int copies = std::max(plan.sizes.max_copies[0], plan.sizes.max_copies[1]);
     gpus_.resize(ctx.devices.size());
     for (std::size_t d = 0; d < gpus_.size(); ++d) {
       Pass1Gpu& gpu = gpus_[d];
@@ -104,8 +100,8 @@ class Pass1 {
       gpu.part = gpu::Stream(gpu.device);
       gpu.d2h = gpu::Stream(gpu.device);
       for (Slot& slot : gpu.slots) {
-        static_cast<ChunkSlot&>(slot) =
-            ChunkSlot(gpu.device, *ctx.device_memory[d], *ctx.pinned[d], plan.chunk_rows, key_bytes, payload_bytes, copies, groups);
+        static_cast<ChunkSlot&>(slot) = ChunkSlot(gpu.device, *ctx.device_memory[d], *ctx.pinned[d], plan.chunk_rows, plan.r,
+                                                  plan.s, plan.sizes.max_copies, plan.groups.gpus);
         slot.drained = gpu::Event(gpu.device, false);
       }
     }

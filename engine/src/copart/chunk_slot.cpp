@@ -7,8 +7,12 @@
 namespace mgjoin::copart {
 
 ChunkSlot::ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::PinnedStackAllocator& pinned,
-                     std::int64_t chunk_rows, int key_bytes, int payload_bytes, int copies, int destinations) {
+                     std::int64_t chunk_rows, const Widths& r, const Widths& s, const std::array<int, 2>& most_copies,
+                     int destinations) {
   const auto chunk = static_cast<std::size_t>(chunk_rows);
+  const auto key_bytes = static_cast<std::size_t>(std::max(r.key_bytes, s.key_bytes));
+  const auto payload_bytes = static_cast<std::size_t>(std::max(r.payload_bytes, s.payload_bytes));
+  const auto copies = static_cast<std::size_t>(std::max(most_copies[0], most_copies[1]));
   in_keys = DeviceBuffer(memory, chunk * key_bytes);
   if (payload_bytes) in_payload = DeviceBuffer(memory, chunk * payload_bytes);
   out_keys = DeviceBuffer(memory, chunk * copies * key_bytes);

@@ -12,6 +12,7 @@
 
 #include <mgjoin/types.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -41,10 +42,11 @@ struct ChunkSlot {
   gpu::Event h2d_done, part_done;
 
   ChunkSlot() = default;
-  /// Buffers for chunks of up to `chunk_rows` rows of `key_bytes` + `payload_bytes` (0: none), each
-  /// copied to at most `copies` destinations of `destinations`.
+  /// Buffers for chunks of up to `chunk_rows` rows of either relation (`r` or `s`: the widest key and
+  /// payload of the two), each row copied to at most the most `copies` of either side, over
+  /// `destinations` (copart_plan.cpp's two_slots_bytes counts the same).
   ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::PinnedStackAllocator& pinned, std::int64_t chunk_rows,
-            int key_bytes, int payload_bytes, int copies, int destinations);
+            const Widths& r, const Widths& s, const std::array<int, 2>& copies, int destinations);
 
   /// Rows [first, first + rows) of `rel` H2D into the slot on `h2d` (its keys, and its payloads when `w`
   /// moves them); records h2d_done. Returns the bytes copied.

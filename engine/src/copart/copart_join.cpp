@@ -366,9 +366,7 @@ class Flow {
 
   void make_slot(Gpu& gpu, Slot& slot) {
     static_cast<ChunkSlot&>(slot) =
-        ChunkSlot(gpu.device, *gpu.memory, *gpu.pinned, plan_.chunk_rows, std::max(plan_.r.key_bytes, plan_.s.key_bytes),
-                  std::max(plan_.r.payload_bytes, plan_.s.payload_bytes),
-                  std::max(plan_.sizes.max_copies[0], plan_.sizes.max_copies[1]), g_);
+        ChunkSlot(gpu.device, *gpu.memory, *gpu.pinned, plan_.chunk_rows, plan_.r, plan_.s, plan_.sizes.max_copies, g_);
     for (int d = 0; d < g_; ++d) slot.sent.emplace_back(ctx_.devices[d], false);
   }
 

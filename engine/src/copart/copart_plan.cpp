@@ -145,9 +145,6 @@ std::string budget_text(const GpuBudget& b, int gpu, int gpus, std::uint64_t dev
          names[3] + " " + gib(b.output) + ") of its " + gib(device_bytes);
 }
 
-/// The streamed variant for a plan that is not in core: the smaller relation resident, the larger one
-/// streamed with the largest chunks (fewest rescans of the resident runs) and fewest runs that fit.
-/// Payloads are carried (late payloads would replay a stream). Leaves `p` streamed, fitting or not.
 /// Shapes `p` as the streamed variant with the given chunk and run count; returns the tightest GPU.
 int shape_streamed(CopartPlan& p, std::int64_t chunk, int runs, const std::int64_t (&n)[2], OutputMode output,
                    const ScratchSizes& scratch) {
@@ -164,6 +161,9 @@ int shape_streamed(CopartPlan& p, std::int64_t chunk, int runs, const std::int64
   return tightest;
 }
 
+/// The streamed variant for a plan that is not in core: the smaller relation resident, the larger one
+/// streamed with the largest chunks (fewest rescans of the resident runs) and fewest runs that fit.
+/// Payloads are carried (late payloads would replay a stream). Leaves `p` streamed, fitting or not.
 void plan_streamed(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMode output, const ScratchSizes& scratch) {
   const std::int64_t larger = std::max(n[0], n[1]);
   const std::int64_t wanted = (larger + gpus * kRoundsWanted - 1) / (gpus * kRoundsWanted);
