@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <new>
 
 namespace mgjoin::alloc {
@@ -43,8 +44,13 @@ PinnedHostBacking::PinnedHostBacking(std::size_t capacity, bool mapped) : capaci
   base_ = static_cast<std::byte*>(p);
 }
 
+PinnedHostBacking::PinnedHostBacking(Region region)
+    : capacity_(region.bytes), mapped_(false), owned_(false), base_(region.base) {
+  MGJOIN_EXPECTS(reinterpret_cast<std::uintptr_t>(base_) % alignment() == 0, "a pinned region must be 16-byte aligned");
+}
+
 PinnedHostBacking::~PinnedHostBacking() {
-  if (base_) cudaFreeHost(base_);
+  if (base_ && owned_) cudaFreeHost(base_);
 }
 
 DeviceBacking::DeviceBacking(int device, std::size_t capacity) : device_(device), capacity_(capacity) {
@@ -56,8 +62,13 @@ DeviceBacking::DeviceBacking(int device, std::size_t capacity) : device_(device)
   base_ = static_cast<std::byte*>(p);
 }
 
+DeviceBacking::DeviceBacking(int device, Region region)
+    : device_(device), capacity_(region.bytes), owned_(false), base_(region.base) {
+  MGJOIN_EXPECTS(reinterpret_cast<std::uintptr_t>(base_) % alignment() == 0, "a device region must be 128-byte aligned");
+}
+
 DeviceBacking::~DeviceBacking() {
-  if (!base_) return;
+  if (!base_ || !owned_) return;
   cudaFree(base_);  // needs no current device: a guard here could throw from a destructor
 }
 

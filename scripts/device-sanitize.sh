@@ -12,8 +12,9 @@
 #   MGJOIN_SAN_TIMEOUT=300                                      seconds per run
 #   MGJOIN_SAN_FILTER                                           the suites' gtest filter; by default
 #     every test but those that provoke a CUDA API error on purpose (a backing larger than the GPU),
-#     the timing checks of the bandwidth probe (a sanitizer slows copies far below any expected rate)
-#     and the overflow tests that fill 32 GiB of GPU memory with one kernel's work
+#     the timing checks of the bandwidth probe (a sanitizer slows copies far below any expected rate),
+#     the overflow tests that fill 32 GiB of GPU memory with one kernel's work, and the tests whose
+#     subject is size (skipped_tests below: each runs a flow that a smaller test of its suite runs too)
 #
 # CUDA API errors are not reported (--report-api-errors no): NCCL probes its kernels with calls that fail
 # on purpose (cudaFuncGetAttributes -> cudaErrorNoKernelImageForDevice), and mgjoin checks every API call
@@ -22,7 +23,7 @@
 # call (MGJOIN_SAN_TOOLS) with MGJOIN_SAN_TIMEOUT=300.
 #
 # Writes sanitize-<tool>-<run>.log per run into $OUT/sanitize-logs.tar.gz (one file, refreshed after
-# every run, so that a device call cut short still brings back what ran: the device tool returns only
+# every run with every log this machine has written, so that a device call cut short still brings back what ran: the device tool returns only
 # a few files), appends each run's line to $OUT/sanitize-summary.txt, and prints, last, one line per
 # run with compute-sanitizer's error summary and the run's exit status; exits non-zero when any run
 # reports an error or fails.
@@ -32,10 +33,23 @@ export NCCL_NVLS_ENABLE=0
 B=${MGJOIN_BIN:-.devbin}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-logs=$(mktemp -d)
+# One folder beside $OUT (whose files the device tool brings back only a few of) for every invocation
+# on this machine, so that several in one device call add to one archive.
+logs=${MGJOIN_SAN_LOGS:-/tmp/mgjoin-sanitize-logs}
+mkdir -p "$logs"
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 built_in=${MGJOIN_BUILT_IN:-/work/main/build-lead}
 if [ ! -e "$built_in/mgjoin" ]; then mkdir -p "$(dirname "$built_in")"; ln -sfn "$PWD/$B" "$built_in"; fi
+
+# Tests of size: 10^7-10^8-row inputs that take 5-45 s each without a sanitizer. The code they run is
+# run at small sizes by BucketedFlow.*, StreamedFlow.*, CopartFlow/*, RadixSortPhase.*, the e2e grid's
+# merge-sort configurations and GpuTableJoins' other cases.
+skipped_tests="BucketedPlanner.AMemoryLimitHoldingNeitherRelationBuckets:StreamedPlanner.AMemoryLimitHoldingOnlyTheSmallerRelationStreams"
+skipped_tests+=":CopartFlowWorkloads.*:*TenToTheEight*:*LargeTablesAgreeWithTheReference*:MergeSortGpu.*"
+# The Ctrl-C test signals an mgjoin child at a phase; under compute-sanitizer's process tracking
+# (--target-processes all) the child never reaches it (0 s of CPU in 300 s on the H100, 2026-11-25).
+skipped_tests+=":CliGpuFaults.CtrlCDuringAGpuJoinStopsItCleanly"
+default_filter="*-*LargerThanTheGpu*:*Bandwidth*:Overflow*:$skipped_tests"
 
 tool_flags() {
   case $1 in
@@ -66,7 +80,7 @@ run_one() {  # tool name command...
 
 for tool in ${MGJOIN_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
   for t in ${MGJOIN_SAN_SUITES:-alloc topology io join sort copart cli e2e table}; do
-    run_one "$tool" "$t" "$B/${t}_gpu_tests" "--gtest_filter=${MGJOIN_SAN_FILTER:-*-*LargerThanTheGpu*:*Bandwidth*:Overflow*}"
+    run_one "$tool" "$t" "$B/${t}_gpu_tests" "--gtest_filter=${MGJOIN_SAN_FILTER:-$default_filter}"
   done
   run_one "$tool" differential "$B/differential" --cases "${MGJOIN_SAN_CASES:-200}" \
     --max-rows "${MGJOIN_SAN_ROWS:-20000}" --gpus-max "${MGJOIN_SAN_GPUS:-2}" \

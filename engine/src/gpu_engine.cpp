@@ -361,7 +361,8 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
     reason = plan.reason;
     std::optional<copart::BucketPlan> buckets;
     if (!plan.fits && options.payloads != PayloadFlow::Late) {
-      buckets = copart::plan_buckets(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads);
+      buckets = copart::plan_buckets(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads,
+                                     /*groups=*/0, options.exchange);
       reason = buckets->fits ? buckets->reason : plan.reason + "; " + buckets->reason;
     }
     bool fits = plan.fits || (buckets && buckets->fits);

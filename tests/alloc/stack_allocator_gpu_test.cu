@@ -81,6 +81,33 @@ TEST(DeviceStackAllocator, ExhaustionNamesTheGpu) {
   }
 }
 
+// A stack over a region of another stack's block (the bucketed flow's halves): its blocks lie in the
+// region, and destroying it leaves the memory to the block's owner (nothing is cudaFree'd).
+TEST(DeviceStackAllocator, AStackOverABorrowedRegionKeepsToItAndFreesNothing) {
+  MGJOIN_REQUIRE_GPUS(1);
+  DeviceStackAllocator parent(0, 4 * kMiB);
+  std::byte* block = static_cast<std::byte*>(parent.allocate(2 * kMiB));
+  {
+    DeviceStackAllocator half(0, Region{block, 2 * kMiB});
+    EXPECT_EQ(half.device(), 0);
+    void* a = half.allocate(kMiB);
+    void* b = half.allocate(kMiB);
+    EXPECT_EQ(static_cast<std::byte*>(a), block);
+    EXPECT_EQ(static_cast<std::byte*>(b), block + kMiB);
+    EXPECT_THROW(half.allocate(1), OutOfMemory);
+    MGJOIN_CUDA_TRY(cudaMemset(a, 0x3c, 2 * kMiB));  // the whole region is this GPU's memory
+    half.deallocate(a);
+    half.deallocate(b);
+  }
+  // Still allocated, and the parent's to read and to free.
+  std::vector<unsigned char> back(2 * kMiB);
+  MGJOIN_CUDA_TRY(cudaMemcpy(back.data(), block, back.size(), cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(std::all_of(back.begin(), back.end(), [](unsigned char c) { return c == 0x3c; }));
+  parent.deallocate(block);
+  EXPECT_EQ(parent.used(), 0u);
+  EXPECT_THROW(DeviceStackAllocator(0, Region{block + 64, kMiB}), Error);  // not 128-byte aligned
+}
+
 TEST(DeviceStackAllocator, ABackingLargerThanTheGpuIsAnOutOfMemoryError) {
   MGJOIN_REQUIRE_GPUS(1);
   EXPECT_THROW(DeviceStackAllocator(0, std::size_t{1} << 50), OutOfMemory);  // 1 PiB

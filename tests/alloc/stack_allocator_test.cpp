@@ -150,6 +150,45 @@ TEST(StackAllocator, AllocateNRefusesASizeThatOverflows) {
   stack.deallocate(p);
 }
 
+// Two stacks over two regions of one block (the bucketed flow's halves): each hands out only its own
+// region, frees in any order between them, and leaves the memory to its owner when destroyed.
+TEST(StackAllocator, StacksOverBorrowedRegionsStayInThemAndFreeNothing) {
+  alignas(128) static std::byte block[2 * 4096];
+  std::memset(block, 0x5a, sizeof block);
+  std::byte* written = nullptr;
+  {
+    PinnedStackAllocator low(Region{block, 4096});
+    PinnedStackAllocator high(Region{block + 4096, 4096});
+    EXPECT_EQ(low.capacity(), 4096u);
+    EXPECT_EQ(low.name(), "pinned host stack");
+    EXPECT_EQ(low.backing().base(), block);
+    void* a = low.allocate(1000);
+    void* b = high.allocate(1000);
+    void* c = low.allocate(3000);
+    EXPECT_EQ(static_cast<std::byte*>(a), block);
+    EXPECT_LE(static_cast<const std::byte*>(c) + 3000, block + 4096);
+    EXPECT_EQ(static_cast<std::byte*>(b), block + 4096);
+    std::memset(c, 0x11, 3000);
+    written = static_cast<std::byte*>(c);
+    EXPECT_THROW(high.allocate(4000), OutOfMemory);  // the other region's room is not this stack's
+    low.deallocate(a);
+    high.deallocate(b);
+    low.deallocate(c);
+    EXPECT_EQ(low.used(), 0u);
+    EXPECT_EQ(high.used(), 0u);
+  }
+  // Still the owner's: what a block wrote is there, and the rest is as the owner left it.
+  EXPECT_EQ(written[2999], std::byte{0x11});
+  EXPECT_EQ(block[sizeof block - 1], std::byte{0x5a});
+  alignas(16) static std::byte odd[64];
+  try {
+    PinnedStackAllocator misaligned(Region{odd + 8, 32});
+    ADD_FAILURE() << "a pinned region off 16-byte alignment was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("16-byte aligned"), std::string::npos) << e.what();
+  }
+}
+
 TEST(StackAllocator, PeakRecordsTheHighestTop) {
   HostStackAllocator stack(4096);
   void* a = stack.allocate(1000);

@@ -92,6 +92,9 @@ TEST(PlanBuckets, TheFewestGroupsThatFitEachJoinedInCore) {
   ASSERT_TRUE(p.fits) << p.reason;
   EXPECT_GE(p.groups.gpus, 2);
   EXPECT_NE(p.reason.find("co-partitioned, bucketed: " + std::to_string(p.groups.gpus) + " bucket group(s)"), std::string::npos) << p.reason;
+  // Half of 112 MiB holds less than one in-core plan's slack: one group after the other.
+  EXPECT_FALSE(p.overlap);
+  EXPECT_EQ(p.reason.find("at once"), std::string::npos) << p.reason;
   // One group fewer does not fit.
   if (p.groups.gpus > 2) {
     EXPECT_FALSE(plan_for(r, s, 1, bytes, p.groups.gpus - 1).fits);
@@ -111,12 +114,19 @@ TEST(PlanBuckets, LessMemoryMeansMoreGroupsAndMaterializeCarriesPayloads) {
   std::mt19937_64 rng(test::announce_seed());
   Keys r = uniform(rng, 4'000'000, 1ull << 30), s = uniform(rng, 6'000'000, 1ull << 30);
   Keys rp(r.size()), sp(s.size());
+  // Overlapped (two groups in halves of the memory) at 400 and 200 MiB, one by one below: the groups
+  // grow as the memory shrinks within either kind.
   int previous = 0;
+  bool previous_overlap = true;
   for (const std::uint64_t mib : {400, 200, 120, 90}) {
     const BucketPlan p = plan_for(r, s, 1, mib << 20);
     ASSERT_TRUE(p.fits) << mib << " MiB: " << p.reason;
-    EXPECT_GE(p.groups.gpus, previous) << mib << " MiB";
+    EXPECT_EQ(p.overlap, mib >= 200) << mib << " MiB: " << p.reason;
+    if (p.overlap == previous_overlap) {
+      EXPECT_GE(p.groups.gpus, previous) << mib << " MiB";
+    }
     previous = p.groups.gpus;
+    previous_overlap = p.overlap;
   }
   EXPECT_GT(previous, 2);
   const BucketPlan m = plan_buckets(sample_keys(view(r).key), sample_keys(view(s).key), view(r, &rp), view(s, &sp), 2,
@@ -159,6 +169,55 @@ TEST(PlanBuckets, ForcedGroupsAndGroupSamplesPartitionTheSample) {
     std::size_t total = 0;
     for (int g = 0; g < q; ++g) total += group_sample(sample, Side::S, p.groups, g, 1).keys.size();
     EXPECT_EQ(total, sample.keys.size()) << q << " groups";
+  }
+}
+
+/// A sample of `sampled` uniform keys standing for `rows` rows (the plan reads sizes and samples only).
+KeySample sample_for(std::mt19937_64& rng, std::size_t sampled, std::int64_t rows) {
+  Keys k = uniform(rng, sampled, 1ull << 40);
+  std::sort(k.begin(), k.end());
+  return {std::move(k), rows};
+}
+
+RelationView sized(std::int64_t rows) { return {{nullptr, rows, DType::UInt64}, std::nullopt}; }
+
+TEST(PlanBuckets, TwoGroupsAtOnceWhenHalfTheMemoryHoldsEachInCore) {
+  std::mt19937_64 rng(test::announce_seed());
+  // 4·10^8 rows a side (3.2 GB of keys each) on GPUs of 2 GiB.
+  const std::int64_t rows = 400'000'000;
+  const KeySample rs = sample_for(rng, 1 << 20, rows), ss = sample_for(rng, 1 << 20, rows);
+  const std::uint64_t bytes = 2ull << 30;
+  for (const int gpus : {1, 2}) {
+    const BucketPlan p = plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch());
+    ASSERT_TRUE(p.fits) << p.reason;
+    ASSERT_TRUE(p.overlap) << p.reason;
+    EXPECT_NE(p.reason.find("two on the GPUs at once"), std::string::npos) << p.reason;
+    // Two groups' pinned staging, each in a block of its own.
+    EXPECT_EQ(p.pinned_bytes, std::max<std::uint64_t>(2 * 4096, 2 * (p.group_pinned_bytes + 64)));
+    // Every group fits in core in a half, by its sample.
+    for (int q = 0; q < p.groups.gpus; ++q) {
+      const CopartPlan g = plan_copart(group_sample(rs, Side::R, p.groups, q, p.sizes.bound[0][q]),
+                                       group_sample(ss, Side::S, p.groups, q, p.sizes.bound[1][q]),
+                                       sized(p.sizes.bound[0][q]), sized(p.sizes.bound[1][q]), gpus, OutputMode::Count,
+                                       overlap_half(bytes), fake_scratch());
+      EXPECT_TRUE(g.fits && !g.streamed) << "group " << q << ": " << g.reason;
+    }
+    // The fewest such groups: one fewer is planned one by one.
+    ASSERT_GT(p.groups.gpus, 2);
+    const BucketPlan fewer =
+        plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch(), PayloadFlow::Auto, p.groups.gpus - 1);
+    EXPECT_FALSE(fewer.overlap) << fewer.reason;
+  }
+}
+
+TEST(PlanBuckets, OverlapHalvesAndTheirAlignmentFitTheMemory) {
+  for (const std::uint64_t bytes : {0ull, 511ull, 513ull, 1025ull, 1ull << 20, (8ull << 30) + 77, 80ull << 30}) {
+    const std::uint64_t h = overlap_half(bytes);
+    EXPECT_EQ(h % 128, 0u) << bytes;
+    EXPECT_LE(2 * (h + 128), std::max<std::uint64_t>(bytes, 256)) << bytes;
+    if (bytes >= 1024) {
+      EXPECT_GE(h + 512, bytes / 2) << bytes;
+    }
   }
 }
 

@@ -8,6 +8,8 @@
 //   group, and the answer is still the reference's.
 #include "engine/src/copart/bucket_join.hpp"
 
+#include "alloc/fault_injection.hpp"
+
 
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
@@ -33,26 +35,74 @@
 namespace mgjoin::test {
 namespace {
 
-/// Joins R and S with the bucketed flow forced to `groups` groups on GPUs 0..g-1, on this test's stacks.
-JoinResult run_bucketed(const Relation& r, const Relation& s, int g, OutputMode output, int groups) {
-  OwnGpus gpus(g, r, s);
+/// How pass 2 runs the groups: overlapped (planned so: the test's GPUs have memory to spare), one by
+/// one (the plan's choice overridden), or overlap asked of a plan made for the least memory that holds
+/// the groups one by one, whose halves hold none in core, so that every group runs alone.
+enum class Pass2 { Overlapped, OneByOne, Alone };
+
+struct Shape {
+  int groups;
+  Pass2 pass2;
+};
+
+std::string describe(const Shape& shape) {
+  const char* names[] = {"overlapped", "one by one", "alone"};
+  return std::to_string(shape.groups) + " groups, " + names[static_cast<int>(shape.pass2)];
+}
+
+bool has_phase(const JoinResult& result, const std::string& name) {
+  return std::any_of(result.phases.begin(), result.phases.end(), [&](const PhaseStat& p) { return p.name == name; });
+}
+
+/// Joins R and S with the bucketed flow forced to `shape.groups` groups on GPUs 0..g-1, on this test's
+/// stacks, pass 2 run as `shape.pass2` says.
+JoinResult run_bucketed(OwnGpus& gpus, int g, OutputMode output, const Shape& shape) {
   const RelationView rv = gpus.r(), sv = gpus.s();
-  const copart::BucketPlan plan =
-      copart::plan_buckets(copart::sample_keys(rv.key), copart::sample_keys(sv.key), rv, sv, g, output, OwnGpus::kDeviceBytes,
-                           copart::device_scratch_sizes(), PayloadFlow::Auto, groups);
+  const copart::KeySample rs = copart::sample_keys(rv.key), ss = copart::sample_keys(sv.key);
+  const auto plan_for = [&](std::uint64_t bytes) {
+    return copart::plan_buckets(rs, ss, rv, sv, g, output, bytes, copart::device_scratch_sizes(), PayloadFlow::Auto, shape.groups);
+  };
+  copart::BucketPlan plan = plan_for(OwnGpus::kDeviceBytes);
+  if (shape.pass2 == Pass2::Alone)
+    for (std::uint64_t mib = 96; mib < (OwnGpus::kDeviceBytes >> 20); mib += 32)
+      if (plan = plan_for(mib << 20); plan.fits) break;
   EXPECT_TRUE(plan.fits) << plan.reason;
-  EXPECT_EQ(plan.groups.gpus, groups);
+  EXPECT_EQ(plan.groups.gpus, shape.groups);
+  EXPECT_EQ(plan.overlap, shape.pass2 != Pass2::Alone) << plan.reason;
+  if (shape.pass2 == Pass2::OneByOne) plan.overlap = false;
+  if (shape.pass2 == Pass2::Alone) {
+    plan.overlap = true;
+    plan.pinned_bytes = 2 * (plan.group_pinned_bytes + 64);
+  }
   JoinResult result;
   copart::run_bucketed(rv, sv, plan, output, PayloadFlow::Auto, gpus.context(plan.pinned_bytes), result);
-  const bool has_pass1 = std::any_of(result.phases.begin(), result.phases.end(), [](const PhaseStat& p) { return p.name == "bucket.pass1"; });
-  EXPECT_TRUE(has_pass1);
+  EXPECT_TRUE(has_phase(result, "bucket.pass1"));
+  const char* ran[] = {"bucket.pass2.overlapped", "bucket.pass2.one_by_one", "bucket.pass2.alone"};
+  // Overlap asked with every group alone still reports the (empty) overlapped part; no group runs
+  // alone when none joins (an empty side).
+  const bool any_joins = rv.size() > 0 && sv.size() > 0;
+  for (int k = 0; k < 3; ++k) {
+    const bool expected = shape.pass2 == Pass2::Alone ? k == 0 || (k == 2 && any_joins) : k == static_cast<int>(shape.pass2);
+    EXPECT_EQ(has_phase(result, ran[k]), expected) << ran[k];
+  }
   return result;
 }
 
-/// Count and materialized output of the bucketed flow against the reference, for the group counts given.
+/// Count and materialized output of the bucketed flow against the reference: each group count with
+/// pass 2 overlapped and one by one, and the first with every group alone.
 void check_bucketed(const Relation& r, const Relation& s, const std::string& name, std::vector<int> group_counts = {2, 3, 16}) {
-  check_flow(r, s, name, group_counts, [&](int g, OutputMode output, int groups) { return run_bucketed(r, s, g, output, groups); },
-             [](int groups) { return std::to_string(groups) + " groups"; });
+  std::vector<Shape> shapes;
+  for (const int groups : group_counts) {
+    shapes.push_back({groups, Pass2::Overlapped});
+    shapes.push_back({groups, Pass2::OneByOne});
+  }
+  shapes.push_back({group_counts.front(), Pass2::Alone});
+  check_flow(r, s, name, shapes,
+             [&](int g, OutputMode output, const Shape& shape) {
+               OwnGpus gpus(g, r, s);
+               return run_bucketed(gpus, g, output, shape);
+             },
+             describe);
 }
 
 class BucketedFlow : public ::testing::Test {
@@ -73,6 +123,43 @@ TEST_F(BucketedFlow, AdversarialInputs) {
   std::mt19937_64 rng(announce_seed());
   // The hot key holds half of S: more than one group's share, so it spans groups.
   for (const FlowInput& in : adversarial_inputs(rng)) check_bucketed(in.r, in.s, in.name, in.small ? std::vector<int>{3} : std::vector<int>{3, 16});
+}
+
+// A device allocation that fails anywhere in an overlapped pass 2 (a group's flow, the halves, a
+// group's output while the next one is being started on the worker thread) ends the join with the
+// error and gives every stack back; the next join on the same stacks is right.
+TEST_F(BucketedFlow, AFailedAllocationInAnOverlappedPass2LosesNothing) {
+  std::mt19937_64 rng(announce_seed());
+  const Relation r = relation_of(uniform_keys<std::int64_t>(rng, 60'001, -40'000, 40'000), 8, 0);
+  const Relation s = relation_of(uniform_keys<std::int64_t>(rng, 90'007, -40'000, 40'000), 8, 1u << 30);
+  const std::uint64_t expected = reference_tuples(r, s).size();
+  for (int g = 1; g <= std::min(2, gpu_count()); ++g)
+    for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize}) {
+      SCOPED_TRACE("g = " + std::to_string(g) + (output == OutputMode::Count ? ", count" : ", materialize"));
+      OwnGpus gpus(g, r, s);
+      struct Disarm {
+        ~Disarm() { alloc::fault::fail_nth_allocation(0); }
+      } disarm;
+      alloc::fault::fail_nth_allocation(~0ull);  // count the flow's device allocations
+      EXPECT_EQ(run_bucketed(gpus, g, output, {4, Pass2::Overlapped}).count, expected);
+      const std::uint64_t allocations = alloc::fault::allocations_counted();
+      alloc::fault::fail_nth_allocation(0);
+      ASSERT_GT(allocations, 8u);
+      const std::uint64_t step = std::max<std::uint64_t>(1, allocations / 24);
+      for (std::uint64_t n = 1; n <= allocations; n += step) {
+        alloc::fault::fail_nth_allocation(n);
+        try {
+          run_bucketed(gpus, g, output, {4, Pass2::Overlapped});
+          ADD_FAILURE() << "allocation " << n << " of " << allocations << " failed, yet the join succeeded";
+        } catch (const OutOfMemory& e) {
+          EXPECT_NE(std::string(e.what()).find("injected"), std::string::npos) << e.what();
+        }
+        alloc::fault::fail_nth_allocation(0);
+        EXPECT_TRUE(gpus.stacks_empty()) << "after allocation " << n << " failed";
+      }
+      EXPECT_EQ(run_bucketed(gpus, g, output, {4, Pass2::Overlapped}).count, expected);
+      EXPECT_TRUE(gpus.stacks_empty());
+    }
 }
 
 /// The smallest GPU memory (in 8 MiB steps from 64 MiB) at which R and S do not fit the co-partitioned

@@ -39,6 +39,13 @@ class OwnGpus {
     EXPECT_EQ(std::memcmp(sc_.key.data(), s_.key.data(), s_.key.bytes()), 0) << "the join modified S's keys";
   }
 
+  /// Whether every stack of this test's is empty again (after a join, or a join that failed).
+  bool stacks_empty() const {
+    for (const auto* stack : device_) if (stack->used() != 0) return false;
+    for (const auto* stack : pinned_) if (stack->used() != 0) return false;
+    return true;
+  }
+
   RelationView r() { return rc_.view(); }
   RelationView s() { return sc_.view(); }
 

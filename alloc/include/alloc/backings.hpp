@@ -2,10 +2,21 @@
 // The physical memory under a stack allocator: one allocation made at construction, freed at destruction.
 // A backing provides base(), capacity(), alignment() (of the virtual allocations handed out), device()
 // (-1 for host memory) and name() (used in error messages). Backings are neither copyable nor movable.
+//
+// A pinned or device backing may also be a Region of memory that another owner allocated (a block of
+// another stack): it is then neither allocated nor freed here. Two stacks over two regions let two
+// phases run at once and free their blocks in any order between them (the bucketed flow's pass 2
+// holds one bucket group in each).
 #include <cstddef>
 #include <string>
 
 namespace mgjoin::alloc {
+
+/// Memory that a backing borrows: it must outlive the stack over it, and be of the backing's kind.
+struct Region {
+  std::byte* base = nullptr;
+  std::size_t bytes = 0;
+};
 
 /// Plain host memory (the CPU path and tests). Virtual allocations are 16-byte aligned unless asked.
 class HostBacking {
@@ -33,6 +44,8 @@ class HostBacking {
 class PinnedHostBacking {
  public:
   explicit PinnedHostBacking(std::size_t capacity, bool mapped = false);
+  /// Over pinned memory allocated elsewhere (not mapped); its base must be 16-byte aligned.
+  explicit PinnedHostBacking(Region region);
   ~PinnedHostBacking();
   PinnedHostBacking(const PinnedHostBacking&) = delete;
   PinnedHostBacking& operator=(const PinnedHostBacking&) = delete;
@@ -47,6 +60,7 @@ class PinnedHostBacking {
  private:
   std::size_t capacity_;
   bool mapped_;
+  bool owned_ = true;
   std::byte* base_ = nullptr;
 };
 
@@ -55,6 +69,8 @@ class PinnedHostBacking {
 class DeviceBacking {
  public:
   DeviceBacking(int device, std::size_t capacity);
+  /// Over memory of `device` allocated elsewhere; its base must be 128-byte aligned.
+  DeviceBacking(int device, Region region);
   ~DeviceBacking();
   DeviceBacking(const DeviceBacking&) = delete;
   DeviceBacking& operator=(const DeviceBacking&) = delete;
@@ -68,6 +84,7 @@ class DeviceBacking {
  private:
   int device_;
   std::size_t capacity_;
+  bool owned_ = true;
   std::byte* base_ = nullptr;
 };
 

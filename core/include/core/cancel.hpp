@@ -21,6 +21,9 @@ class CancelScope {
   const std::atomic<bool>* previous_;
 };
 
+/// The calling thread's flag (null when none): a worker thread of the join takes it in a CancelScope.
+const std::atomic<bool>* cancel_flag();
+
 /// Whether the calling thread's flag is set.
 bool cancel_requested();
 

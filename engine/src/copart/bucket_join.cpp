@@ -6,13 +6,19 @@
 // directions at once. One host thread drives every GPU; it blocks only to read a chunk's segment sizes,
 // which address the copies out and are checked against the buckets' bounds.
 //
-// Pass 2 hands each group's buckets to run_copart, whose output goes into one set of result columns.
+// Pass 2 joins the groups in order into one set of result columns. Overlapped: per GPU, two device
+// stacks over halves of its stack and two pinned stacks over blocks of its pinned stack (Halves); group
+// q + 1's InCoreJoin is started on the other half once group q's inputs have arrived, and group q is
+// finished (its last sort, join and output) while q + 1's bytes cross PCIe. A group whose bucket outgrew
+// its half (the sample misled) waits for the one before it and runs alone in all the memory. One by
+// one: each group's buckets go to run_copart in all the memory.
 #include "engine/src/copart/bucket_join.hpp"
 
 #include "engine/src/copart/chunk_slot.hpp"
 
 #include "alloc/host_memory.hpp"
 #include "alloc/stack_buffer.hpp"
+#include "alloc/stack_set.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/phase_stats.hpp"
 #include "core/cancel.hpp"
@@ -22,7 +28,11 @@
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <deque>
+#include <future>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -183,6 +193,187 @@ class Pass1 {
   std::uint64_t bytes_in_ = 0, bytes_out_ = 0;
 };
 
+/// Pass 2's stacks when two groups are on the GPUs at once: per GPU, two device stacks over halves of
+/// what its stack has (at most the plan's memory) and two pinned stacks over blocks of its pinned stack.
+class Halves {
+ public:
+  Halves(const CopartContext& ctx, std::uint64_t device_bytes, std::uint64_t pinned_bytes) {
+    std::uint64_t least = device_bytes;
+    for (const alloc::DeviceStackAllocator* stack : ctx.device_memory) least = std::min<std::uint64_t>(least, stack->available());
+    half_ = overlap_half(least);
+    for (std::size_t d = 0; d < ctx.devices.size(); ++d)
+      for (int k = 0; k < 2; ++k) {
+        const DeviceBuffer& block = device_blocks_.emplace_back(*ctx.device_memory[d], half_);
+        device_[k].add(ctx.devices[d], alloc::Region{block.data(), block.size()});
+        const PinnedBuffer& staging = pinned_blocks_.emplace_back(*ctx.pinned[d], pinned_bytes);
+        pinned_[k].add(alloc::Region{staging.data(), staging.size()});
+      }
+    for (int k = 0; k < 2; ++k) contexts_[k] = {ctx.devices, device_[k].view(), pinned_[k].view(), ctx.exchange, ctx.comms};
+  }
+
+  /// The stacks of half k (0 or 1).
+  const CopartContext& context(int k) const { return contexts_[k]; }
+  /// What each half has on every GPU.
+  std::uint64_t device_bytes() const { return half_; }
+
+ private:
+  using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
+  using PinnedBuffer = alloc::StackBuffer<std::byte, alloc::PinnedStackAllocator>;
+  std::uint64_t half_ = 0;
+  // The blocks outlive the stacks over them (members are destroyed in reverse order).
+  std::deque<DeviceBuffer> device_blocks_;
+  std::deque<PinnedBuffer> pinned_blocks_;
+  std::array<alloc::StackSet<alloc::DeviceStackAllocator>, 2> device_;
+  std::array<alloc::StackSet<alloc::PinnedStackAllocator>, 2> pinned_;
+  std::array<CopartContext, 2> contexts_;
+};
+
+/// Pass 2: the groups that join anything, in order, into one count or one set of result columns.
+class Pass2 {
+ public:
+  Pass2(Buckets& r, Buckets& s, const BucketPlan& plan, OutputMode output, PayloadFlow payloads,
+        const CopartContext& context, OutputColumns* columns)
+      : r_(r), s_(s), plan_(plan), output_(output), payloads_(payloads), context_(context), columns_(columns),
+        scratch_(device_scratch_sizes()) {
+    // An inner join skips a group with an empty side.
+    for (int q = 0; q < plan.groups.gpus; ++q)
+      if (r.rows(q) > 0 && s.rows(q) > 0) {
+        joining_.push_back(q);
+        all_ += r.rows(q) + s.rows(q);
+      }
+  }
+
+  /// Each group alone in all the memory, in core or streamed.
+  void run_one_by_one() {
+    const auto t0 = Clock::now();
+    for (const int q : joining_) run_alone(q);
+    groups_.push_back({"bucket.pass2.one_by_one", seconds_since(t0), 0, 0});
+  }
+
+  /// Two groups at once. For each group in turn: the next group is planned and its buffers taken on
+  /// the other half while this one's inputs still cross; then, once they have arrived, the next one is
+  /// started (its inputs cross) while this one is finished. Between two groups' transfers the host
+  /// only starts a thread.
+  void run_overlapped() {
+    const auto t0 = Clock::now();
+    double alone = 0;
+    std::optional<Halves> halves;
+    std::unique_ptr<Running> running;  // started
+    int k = 0;
+    for (const int q : joining_) {
+      mgjoin::detail::throw_if_cancelled();
+      if (!halves) halves.emplace(context_, plan_.device_bytes, plan_.group_pinned_bytes);
+      auto next = std::make_unique<Running>(r_.group(q), s_.group(q));
+      next->plan = plan_group(next->r, next->s, halves->device_bytes());
+      if (!next->plan.fits || next->plan.streamed) {  // its bucket outgrew the half its sample planned
+        if (running) running->join->arrive();
+        finish(std::move(running));
+        halves.reset();
+        const auto t = Clock::now();
+        run_alone(q);
+        alone += seconds_since(t);
+        continue;
+      }
+      next->into = into(q);
+      next->join = std::make_unique<InCoreJoin>(next->r, next->s, next->plan, output_, halves->context(k), next->into);
+      k ^= 1;
+      if (running) running->join->arrive();
+      start_while_finishing(*next->join, std::move(running));
+      running = std::move(next);
+    }
+    if (running) running->join->arrive();
+    finish(std::move(running));
+    groups_.push_back({"bucket.pass2.overlapped", seconds_since(t0) - alone, 0, 0});
+    if (alone > 0) groups_.push_back({"bucket.pass2.alone", alone, 0, 0});
+  }
+
+  const CheckedSum& count() const { return count_; }
+  /// The groups' own phases, summed by name.
+  const std::vector<PhaseStat>& phases() const { return phases_; }
+  /// How long pass 2 ran its groups overlapped, and alone.
+  const std::vector<PhaseStat>& groups() const { return groups_; }
+
+ private:
+  /// A group on the GPUs: its join keeps references to the views, the plan and `into`.
+  struct Running {
+    Running(RelationView r, RelationView s) : r(r), s(s) {}
+    RelationView r, s;
+    CopartPlan plan;
+    OutputInto into;
+    std::unique_ptr<InCoreJoin> join;
+  };
+
+  /// A group's plan from its bucket for GPUs of `device_bytes` each.
+  CopartPlan plan_group(const RelationView& r, const RelationView& s, std::uint64_t device_bytes) const {
+    return plan_copart(r, s, static_cast<int>(context_.devices.size()), output_, device_bytes, scratch_, payloads_);
+  }
+
+  /// Where group q's output goes: the shares of the input joined before and after it (the last group
+  /// that joins ends at share 1, where the columns grow to exactly their rows).
+  OutputInto into(int q) {
+    const std::uint64_t rows = r_.rows(q) + s_.rows(q);
+    const OutputInto shares{columns_, static_cast<double>(done_) / static_cast<double>(all_),
+                            done_ + rows == all_ ? 1.0 : static_cast<double>(done_ + rows) / static_cast<double>(all_)};
+    done_ += rows;
+    return shares;
+  }
+
+  void run_alone(int q) {
+    mgjoin::detail::throw_if_cancelled();
+    const RelationView rq = r_.group(q), sq = s_.group(q);
+    const CopartPlan plan = plan_group(rq, sq, plan_.device_bytes);
+    if (!plan.fits)
+      throw PlanMissed("bucket group " + std::to_string(q) + " (" + std::to_string(rq.size()) + " R and " +
+                       std::to_string(sq.size()) + " S rows) does not fit: " + plan.reason);
+    JoinResult part;
+    run_copart(rq, sq, plan, output_, context_, part, into(q));
+    add(part);
+  }
+
+  /// Starts `next` on a worker thread while this one finishes `previous`: with several GPUs, start()
+  /// blocks until the last chunk is partitioned (the host reads segment sizes), and the previous
+  /// group's join and output must not wait for that. The two use different stacks and streams; the
+  /// worker checks the join's cancel flag.
+  void start_while_finishing(InCoreJoin& next, std::unique_ptr<Running> previous) {
+    const std::atomic<bool>* cancel = mgjoin::detail::cancel_flag();
+    std::future<void> started = std::async(std::launch::async, [&next, cancel] {
+      const mgjoin::detail::CancelScope scope(cancel);
+      next.start();
+    });
+    try {
+      finish(std::move(previous));
+    } catch (...) {
+      started.wait();  // `next` is unwound after: its start must be over
+      throw;
+    }
+    started.get();
+  }
+
+  void finish(std::unique_ptr<Running> group) {
+    if (!group) return;
+    JoinResult part;
+    group->join->finish(part);
+    add(part);
+  }
+
+  void add(const JoinResult& part) {
+    count_.add(part.count);
+    mgjoin::detail::add_phases(phases_, part.phases);
+  }
+
+  Buckets &r_, &s_;
+  const BucketPlan& plan_;
+  OutputMode output_;
+  PayloadFlow payloads_;
+  const CopartContext& context_;
+  OutputColumns* columns_;
+  ScratchSizes scratch_;
+  std::vector<int> joining_;
+  std::uint64_t all_ = 0, done_ = 0;
+  CheckedSum count_{0};
+  std::vector<PhaseStat> phases_, groups_;
+};
+
 }  // namespace
 
 void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan& plan, OutputMode output,
@@ -207,33 +398,15 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
   const auto t1 = Clock::now();
   std::optional<OutputColumns> columns;
   if (output == OutputMode::Materialize) columns.emplace(r, s, plan.r, plan.s, result);
-  // Shares of the input by the groups that join anything (an inner join skips a group with an empty
-  // side): the last group that joins ends at share 1, where the columns grow to exactly their rows.
-  const auto joins = [&](int q) { return r_buckets.rows(q) > 0 && s_buckets.rows(q) > 0; };
-  std::uint64_t all = 0, done = 0;
-  for (int q = 0; q < groups; ++q)
-    if (joins(q)) all += r_buckets.rows(q) + s_buckets.rows(q);
-  CheckedSum count{0};
-  std::vector<PhaseStat> phases;
-  const ScratchSizes scratch = device_scratch_sizes();
-  for (int q = 0; q < groups; ++q) {
-    mgjoin::detail::throw_if_cancelled();
-    if (!joins(q)) continue;
-    const RelationView rq = r_buckets.group(q), sq = s_buckets.group(q);
-    const std::uint64_t rows = rq.size() + sq.size();
-    const OutputInto into{columns ? &*columns : nullptr, static_cast<double>(done) / static_cast<double>(all),
-                          done + rows == all ? 1.0 : static_cast<double>(done + rows) / static_cast<double>(all)};
-    done += rows;
-    const CopartPlan group_plan = plan_copart(rq, sq, static_cast<int>(context.devices.size()), output,
-                                              plan.device_bytes, scratch, payloads);
-    if (!group_plan.fits)
-      throw PlanMissed("bucket group " + std::to_string(q) + " (" + std::to_string(rq.size()) + " R and " +
-                       std::to_string(sq.size()) + " S rows) does not fit: " + group_plan.reason);
-    JoinResult part;
-    run_copart(rq, sq, group_plan, output, context, part, into);
-    count.add(part.count);
-    mgjoin::detail::add_phases(phases, part.phases);
-  }
+  Pass2 pass2(r_buckets, s_buckets, plan, output, payloads, context, columns ? &*columns : nullptr);
+  // A plan made for another exchange (overlap_possible) runs one group at a time: its groups fit in
+  // half the memory, and so in all of it.
+  if (plan.overlap && overlap_possible(context.exchange, static_cast<int>(context.devices.size())))
+    pass2.run_overlapped();
+  else
+    pass2.run_one_by_one();
+  const CheckedSum& count = pass2.count();
+  const std::vector<PhaseStat>& phases = pass2.phases();
   if (count.overflowed) mgjoin::detail::throw_output_overflow("the bucket groups");
   if (columns)
     columns->finish();
@@ -246,7 +419,8 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
     pass2_nvlink += p.bytes_nvlink;
   }
   result.phases.push_back({"bucket.pass2", seconds_since(t1), pass2_pcie, pass2_nvlink});
-  for (PhaseStat& p : phases) result.phases.push_back({"bucket.pass2." + p.name, p.seconds, p.bytes_pcie, p.bytes_nvlink});
+  for (const PhaseStat& p : pass2.groups()) result.phases.push_back(p);
+  for (const PhaseStat& p : phases) result.phases.push_back({"bucket.pass2." + p.name, p.seconds, p.bytes_pcie, p.bytes_nvlink});
 }
 
 }  // namespace mgjoin::copart

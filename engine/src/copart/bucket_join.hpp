@@ -32,24 +32,44 @@ struct BucketPlan {
   std::uint64_t pass1_device_bytes = 0;  ///< pass 1 on each GPU: two chunk slots
   std::uint64_t device_bytes = 0;        ///< what each GPU has (pass 2 plans each group for it)
   std::uint64_t pinned_bytes = 0;        ///< pinned stack bytes per GPU (segment sizes, output staging)
+  /// Pass 2 holds two groups on the GPUs at once (group q + 1 crosses PCIe while group q is sorted and
+  /// joined), each in core in half of every GPU's memory (overlap_half) with pinned staging of
+  /// `group_pinned_bytes`; otherwise one group after the other in all of it, in core or streamed.
+  bool overlap = false;
+  std::uint64_t group_pinned_bytes = 0;
   bool fits = false;
   std::string reason;  ///< one line: the groups and the tightest one's plan, or why none fits
 };
 
+/// What each of pass 2's two groups on a GPU gets of its `device_bytes` when they overlap: a half,
+/// less the alignment of the two blocks that hold the halves.
+inline std::uint64_t overlap_half(std::uint64_t device_bytes) {
+  return device_bytes / 2 > 512 ? (device_bytes / 2 - 256) / 128 * 128 : 0;
+}
+
 /// Plans the bucket groups for `gpus` GPUs of `device_bytes` each: the fewest groups (2 to
-/// kMaxBucketGroups) whose every group fits the co-partitioned flow by its sample, or exactly `groups`
-/// when it is not 0 (tests force many groups at small sizes).
+/// kMaxBucketGroups) whose every group fits the co-partitioned flow in core in half the memory
+/// (overlapped), else the fewest whose every group fits it in all the memory (in core or streamed);
+/// exactly `groups` groups when it is not 0 (tests force many groups at small sizes). Every group fits
+/// by its sample; pass 2 re-plans each from its bucket. With `exchange` NCCL between several GPUs the
+/// groups run one by one (NCCL does not order two joins' calls on one communicator).
 BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
                         const RelationView& s, int gpus, OutputMode output, std::uint64_t device_bytes,
-                        const ScratchSizes& scratch, PayloadFlow payloads = PayloadFlow::Auto, int groups = 0);
+                        const ScratchSizes& scratch, PayloadFlow payloads = PayloadFlow::Auto, int groups = 0,
+                        Exchange exchange = Exchange::CopyEngines);
+
+/// Whether pass 2 may hold two groups at once with this exchange between `gpus` GPUs.
+inline bool overlap_possible(Exchange exchange, int gpus) { return exchange != Exchange::Nccl || gpus == 1; }
 
 /// The part of a sorted sample that falls in group q of `groups`, standing for `rows` rows: the keys
 /// whose tuples go to q; a hot key's split-side keys in proportion to q's share of it.
 KeySample group_sample(const KeySample& sample, Side side, const PartitionPlan& groups, int q, std::int64_t rows);
 
 /// Runs the bucketed flow: pass 1 fills pinned buckets (from the pinned column cache), pass 2 joins
-/// the groups one after the other with the GPUs' stacks; fills count (and the output columns for
-/// Materialize) and appends phase stats.
+/// the groups in order, two at once over halves of the GPUs' stacks when the plan overlaps them (a
+/// group whose bucket outgrew its half is joined alone in all the memory), else one after the other;
+/// fills count (and the output columns for Materialize) and appends phase stats. The context's pinned
+/// stacks hold plan.pinned_bytes.
 /// @throw PlanMissed when a bucket outgrows its bound or a group does not fit (before any output is
 /// returned: the caller may run another flow).
 /// @throw OutOfMemory when host memory cannot hold the buckets (checked before pass 1).

@@ -136,7 +136,7 @@ struct Gpu {
   std::array<gpu::Event, 2> payloads_in;  ///< late payloads, per side: recorded once all arrived (timed)
   DeviceBuffer alt_keys, alt_payload, sort_temp;
   std::array<Slot, 2> slots;
-  gpu::Event tail_begin, sorted, joined;
+  gpu::Event tail_begin, sorted, join_begin, joined;
   // Streamed: round t of Y lands in landing[t % 2]; `consumed` is recorded on `work` once the round's
   // joins and output windows have read it, `landed` (one GPU) once its H2D is done.
   std::array<Partition, 2> landing;
@@ -159,10 +159,13 @@ class Flow {
   }
 
   // Work may still be in flight when an error unwinds: wait for it before any buffer goes back.
+  // Only this flow's streams: another flow (the next bucket group's) may be at work on the same GPUs,
+  // and its transfer must not hold this one's return.
   ~Flow() {
     for (const auto& gpu : gpus_) {
       gpu::DeviceGuard guard(gpu.device);
-      cudaDeviceSynchronize();
+      for (const gpu::Stream* stream : {&gpu.h2d, &gpu.part, &gpu.work, &gpu.xchg, &gpu.d2h}) cudaStreamSynchronize(*stream);
+      for (const gpu::Stream& lane : gpu.lanes) cudaStreamSynchronize(lane);
     }
   }
   Flow(const Flow&) = delete;
@@ -246,6 +249,7 @@ class Flow {
       Gpu& gpu = gpus_[d];
       gpu::DeviceGuard guard(gpu.device);
       MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
+      gpu.join_begin.record(gpu.work);
       resident_join(pair_of(whole(gpu, x_side()), whole(gpu, plan_.probe)), counter(gpu),
                     arrays.empty() ? MatchArrays{} : arrays[d], gpu.work);
       gpu.joined.record(gpu.work);
@@ -282,7 +286,9 @@ class Flow {
   double tail_seconds(bool join_part) const {
     float worst = 0;
     for (const auto& gpu : gpus_) {
-      const float ms = join_part ? gpu.joined.elapsed_ms_since(gpu.sorted) : gpu.sorted.elapsed_ms_since(gpu.tail_begin);
+      // The join from its issue: the host may issue it well after the sort ended (an overlapped
+      // bucket group's join waits for the next group to be planned and started).
+      const float ms = join_part ? gpu.joined.elapsed_ms_since(gpu.join_begin) : gpu.sorted.elapsed_ms_since(gpu.tail_begin);
       worst = std::max(worst, ms);
     }
     return worst / 1e3;
@@ -306,6 +312,7 @@ class Flow {
     for (int j = 0; j < g_; ++j) gpu.lanes.emplace_back(gpu.device);
     gpu.tail_begin = gpu::Event(gpu.device);
     gpu.sorted = gpu::Event(gpu.device);
+    gpu.join_begin = gpu::Event(gpu.device);
     gpu.joined = gpu::Event(gpu.device);
     for (auto& e : gpu.payloads_in) e = gpu::Event(gpu.device);
     if (plan_.streamed) {
@@ -1120,17 +1127,48 @@ void run_streamed(Flow& flow, const CopartPlan& plan, OutputColumns* out, const 
                            flow.bytes_nvlink() - resident_nvlink});
 }
 
-/// The in-core flow: R in and sorted while S arrives, S sorted, joined, counted or written out.
-void run_in_core(Flow& flow, const CopartPlan& plan, OutputColumns* out, const OutputInto& into, JoinResult& result) {
+}  // namespace
+
+/// The in-core flow's state between its steps.
+struct InCoreJoin::State {
+  State(const RelationView& r, const RelationView& s, const CopartPlan& plan, const CopartContext& context)
+      : flow(r, s, plan, context), plan(plan) {}
+  Flow flow;
+  const CopartPlan& plan;
+  /// The host's time in start() and in arrive()'s wait: the whole transfer when the steps run back to
+  /// back, what was not hidden behind another group's finish when they overlap.
+  double transfer_seconds = 0;
+};
+
+InCoreJoin::InCoreJoin(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
+                       const CopartContext& context, const OutputInto& into)
+    : output_(output), into_(into) {
+  MGJOIN_EXPECTS(plan.fits && !plan.streamed, "InCoreJoin runs an in-core plan");
+  MGJOIN_EXPECTS(output != OutputMode::Materialize || into.columns, "a materialized InCoreJoin writes into given columns");
+  state_ = std::make_unique<State>(r, s, plan, context);
+}
+
+InCoreJoin::~InCoreJoin() = default;
+
+void InCoreJoin::start() {
   const auto t0 = Clock::now();
-  flow.transfer(Side::R);
-  flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
+  state_->flow.transfer(Side::R);
+  state_->flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
   mgjoin::detail::throw_if_cancelled();
-  flow.transfer(Side::S);
-  flow.wait_transfer();
-  const double transfer = seconds_since(t0);
+  state_->flow.transfer(Side::S);
+  state_->transfer_seconds += seconds_since(t0);
+}
+
+void InCoreJoin::arrive() {
+  const auto t0 = Clock::now();
+  state_->flow.wait_transfer();
+  state_->transfer_seconds += seconds_since(t0);
   mgjoin::detail::throw_if_cancelled();
-  flow.sort_partitions(Side::S);
+  state_->flow.sort_partitions(Side::S);
+}
+
+void InCoreJoin::finish(JoinResult& result) {
+  Flow& flow = state_->flow;
   // Late payloads cross while S is sorted and joined and the key column goes out (issued after the
   // sort, which must not wait for them).
   flow.send_late_payloads(Side::R);
@@ -1138,15 +1176,14 @@ void run_in_core(Flow& flow, const CopartPlan& plan, OutputColumns* out, const O
   flow.release_transfer_buffers();
   PhaseStat out_stat{"copart.output", 0, 0, 0};
   mgjoin::detail::throw_if_cancelled();
-  result.count = out ? flow.materialize(*out, into, out_stat) : flow.join({}).total;
-  result.phases.push_back({"copart.transfer", transfer, flow.bytes_pcie_in(), flow.bytes_nvlink()});
+  const bool materialize = output_ == OutputMode::Materialize;
+  result.count = materialize ? flow.materialize(*into_.columns, into_, out_stat) : flow.join({}).total;
+  result.phases.push_back({"copart.transfer", state_->transfer_seconds, flow.bytes_pcie_in(), flow.bytes_nvlink()});
   result.phases.push_back({"copart.sort_tail", flow.tail_seconds(false), 0, 0});
   result.phases.push_back({"copart.join", flow.tail_seconds(true), 0, 0});
-  if (plan.late) result.phases.push_back({"copart.late_payloads", flow.late_payload_seconds(), 0, 0});
-  if (out) result.phases.push_back(out_stat);
+  if (state_->plan.late) result.phases.push_back({"copart.late_payloads", flow.late_payload_seconds(), 0, 0});
+  if (materialize) result.phases.push_back(out_stat);
 }
-
-}  // namespace
 
 void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
                 const CopartContext& context, JoinResult& result, const OutputInto& into) {
@@ -1155,11 +1192,17 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   OutputColumns* out = into.columns;
   if (output == OutputMode::Materialize && !out) out = &own.emplace(r, s, plan.r, plan.s, result);
   if (output != OutputMode::Materialize) out = nullptr;
-  Flow flow(r, s, plan, context);
-  if (plan.streamed)
+  if (plan.streamed) {
+    Flow flow(r, s, plan, context);
     run_streamed(flow, plan, out, into, result);
-  else
-    run_in_core(flow, plan, out, into, result);
+  } else {
+    OutputInto in_core = into;
+    in_core.columns = out;
+    InCoreJoin join(r, s, plan, output, context, in_core);
+    join.start();
+    join.arrive();
+    join.finish(result);
+  }
   if (own) own->finish();
 }
 

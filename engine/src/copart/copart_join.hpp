@@ -28,6 +28,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -164,6 +165,36 @@ struct OutputInto {
   double before = 0, after = 1;
   /// The share joined once `part` (0..1) of this run is done.
   double at(double part) const { return part >= 1 ? after : before + (after - before) * part; }
+};
+
+/// The in-core flow in three steps, so that a caller can run two joins on the same GPUs at once, each
+/// on stacks of its own (CopartContext): the next join's inputs cross PCIe while this one sorts its last
+/// partitions and joins. run_copart() runs the steps back to back.
+class InCoreJoin {
+ public:
+  /// Takes the flow's buffers from the context's stacks. Expects a plan that fits in core, and for
+  /// Materialize the columns to write into (`into.columns`).
+  InCoreJoin(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
+             const CopartContext& context, const OutputInto& into);
+  /// Waits for the GPUs' work before the buffers go back.
+  ~InCoreJoin();
+  InCoreJoin(const InCoreJoin&) = delete;
+  InCoreJoin& operator=(const InCoreJoin&) = delete;
+
+  /// Issues both relations' transfers and R's sort. One GPU: returns at once; several: once every
+  /// chunk is partitioned (the host reads their segment sizes to address the exchange).
+  void start();
+  /// Waits until every input byte has arrived where it belongs, then issues S's sort.
+  void arrive();
+  /// Joins, then counts (result.count) or writes into the columns; appends the phase stats.
+  /// @throw InputError when the output has 2^64 or more tuples.
+  void finish(JoinResult& result);
+
+ private:
+  struct State;
+  OutputMode output_;
+  OutputInto into_;
+  std::unique_ptr<State> state_;
 };
 
 /// Runs the flow; fills count (and key/r_payload/s_payload for Materialize, or `into`'s columns) and

@@ -195,7 +195,7 @@ std::uint64_t pass1_bytes(const BucketPlan& p, std::int64_t chunk, const Scratch
 /// `tightest` gets the plan of the group that needs the most (or the first that does not fit).
 bool shape_groups(BucketPlan& p, int q, const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
                   const RelationView& s, int gpus, OutputMode output, std::uint64_t device_bytes,
-                  const ScratchSizes& scratch, PayloadFlow payloads, CopartPlan& tightest) {
+                  const ScratchSizes& scratch, PayloadFlow payloads, bool in_core_only, CopartPlan& tightest) {
   p.groups = choose_plan(r_sample, s_sample, q);
   p.sizes = estimate_sizes(p.groups, r_sample, s_sample);
   std::uint64_t most = 0;
@@ -206,10 +206,11 @@ bool shape_groups(BucketPlan& p, int q, const KeySample& r_sample, const KeySamp
                                   sized_like(s, rows[1]), gpus, output, device_bytes, scratch, payloads);
     std::uint64_t peak = 0;
     for (const GpuBudget& b : plan.budget) peak = std::max(peak, b.peak());
-    if (!plan.fits || peak >= most) {
+    const bool fits = plan.fits && !(in_core_only && plan.streamed);
+    if (!fits || peak >= most) {
       most = peak;
       tightest = std::move(plan);
-      if (!tightest.fits) return false;
+      if (!fits) return false;
     }
   }
   return true;
@@ -246,7 +247,7 @@ KeySample group_sample(const KeySample& sample, Side side, const PartitionPlan& 
 
 BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r, const RelationView& s,
                         int gpus, OutputMode output, std::uint64_t device_bytes, const ScratchSizes& scratch,
-                        PayloadFlow payloads, int groups) {
+                        PayloadFlow payloads, int groups, Exchange exchange) {
   MGJOIN_EXPECTS(gpus >= 1 && gpus <= kMaxGpus, "the bucketed flow takes 1 to 16 GPUs");
   MGJOIN_EXPECTS(groups == 0 || (groups >= 1 && groups <= kMaxBucketGroups), "1 to 16 bucket groups");
   BucketPlan p;
@@ -255,8 +256,15 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
   p.s = moved_widths(s, output);
   CopartPlan tightest;
   const int first = groups ? groups : 2, last = groups ? groups : kMaxBucketGroups;
+  // Overlapped groups take about twice as many for the same memory, but only the first group's sort
+  // and join are not hidden behind a transfer. The same bytes cross PCIe either way, but for a hot
+  // key's copied side, which crosses once per group it spans (a few rows of a hot key's lighter side).
+  for (int q = first; q <= last && !p.overlap && overlap_possible(exchange, gpus); ++q)
+    p.overlap = shape_groups(p, q, r_sample, s_sample, r, s, gpus, output, overlap_half(device_bytes), scratch, payloads,
+                             /*in_core_only=*/true, tightest);
+  p.fits = p.overlap;
   for (int q = first; q <= last && !p.fits; ++q)
-    p.fits = shape_groups(p, q, r_sample, s_sample, r, s, gpus, output, device_bytes, scratch, payloads, tightest);
+    p.fits = shape_groups(p, q, r_sample, s_sample, r, s, gpus, output, device_bytes, scratch, payloads, false, tightest);
   const int q = p.groups.gpus;
   for (int side = 0; side < 2; ++side)
     for (int g = 0; g < q; ++g) {
@@ -269,9 +277,12 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
   while (p.chunk_rows > kMinPass1ChunkRows && pass1_bytes(p, p.chunk_rows, scratch) > device_bytes) p.chunk_rows /= 2;
   p.pass1_device_bytes = pass1_bytes(p, p.chunk_rows, scratch);
   if (p.pass1_device_bytes > device_bytes) p.fits = false;
-  // Pass 1 reads two slots' segment sizes; each group's flow its own (the same for every group).
-  p.pinned_bytes = std::max<std::uint64_t>(2 * 4096, pinned_bytes_needed(tightest, output));
-  const std::string head = std::to_string(q) + " bucket group(s) in " + gib(p.host_bytes) + " of pinned host buckets";
+  // Pass 1 reads two slots' segment sizes; each group's flow its own (the same for every group), two
+  // groups at once when they overlap (each in a block of its own, aligned).
+  p.group_pinned_bytes = pinned_bytes_needed(tightest, output);
+  p.pinned_bytes = std::max<std::uint64_t>(2 * 4096, p.overlap ? 2 * (p.group_pinned_bytes + 64) : p.group_pinned_bytes);
+  const std::string head = std::to_string(q) + " bucket group(s) in " + gib(p.host_bytes) + " of pinned host buckets" +
+                           (p.overlap ? ", two on the GPUs at once" : "");
   if (p.fits)
     p.reason = "co-partitioned, bucketed: " + head + ", the tightest group " + tightest.reason;
   else if (p.pass1_device_bytes > device_bytes)
