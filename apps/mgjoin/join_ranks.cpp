@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -81,6 +82,14 @@ Relation read_slice(const std::string& key, const std::string& payload, std::opt
   return s;
 }
 
+/// Test hook (MGJOIN_TEST_KILL_RANK="<rank>:<step>"): that rank ends itself with SIGKILL at `step` (read:
+/// its slices read, before the exchange; staged: its part staged, before any rank commits), as a rank
+/// lost to the OOM killer or a node's failure would, so that the launcher's handling can be tested.
+void test_kill_point(int rank, const char* step) {
+  const char* spec = std::getenv("MGJOIN_TEST_KILL_RANK");
+  if (spec && std::string(spec) == std::to_string(rank) + ":" + step) ::raise(SIGKILL);
+}
+
 /// Ends every rank after a failed step: rank 0 prints the error once, and all finalize MPI (so no launcher
 /// kills rank 0 before it has printed) and exit with the status one process would.
 [[noreturn]] void fail(const dist::RankError& e, int rank) {
@@ -118,6 +127,7 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
       r = read_slice(q.r_key, q.r_payload, q.r_type, q.r_payload_type, rank, ranks, MemoryKind::Pageable);
       s = read_slice(q.s_key, q.s_payload, q.s_type, q.s_payload_type, rank, ranks, MemoryKind::Pageable);
     });
+    test_kill_point(rank, "read");
     const dist::DistributedResult result = dist::join(r.view(), s.view(), q.options, MPI_COMM_WORLD);
 
     std::vector<std::string> outputs;
@@ -132,6 +142,11 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
         if (s.payload) staged.push_back(stage_column(part / "s.payload.npy", result.local.s_payload.view()));
         throw_if_interrupted();
       });
+      test_kill_point(rank, "staged");
+      // Every rank still there before any renames: one lost in between ends the job (the launcher kills
+      // the others here) with nothing committed. One lost during the renames leaves parts but no
+      // manifest.json, which alone marks a complete output.
+      MPI_Barrier(MPI_COMM_WORLD);
       dist::agree(MPI_COMM_WORLD, [&] { commit_all(staged); });
       std::vector<std::uint64_t> rows(static_cast<std::size_t>(ranks));
       const std::uint64_t mine = result.local.count;

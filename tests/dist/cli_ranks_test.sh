@@ -4,7 +4,8 @@
 # materialized output in part directories holding exactly the single process's rows, whose manifest
 # adds up and which read back as one table (--r-dir); --json naming the ranks; a missing file and an
 # option the ranks do not take each ending every rank with one error line, printed once, and the exit
-# status one process would give.
+# status one process would give; a rank killed before the exchange or before the commit ending the job
+# with the launcher's word on which rank died and nothing committed.
 #   cli_ranks_test.sh MGJOIN MPIEXEC NUMPROC_FLAG
 set -euo pipefail
 mgjoin=$1 mpiexec=$2 np=$3
@@ -82,4 +83,16 @@ expect_error() {  # pattern, then the mgjoin join arguments
 }
 expect_error "missing.npy" --r-key "$dir/in/missing.npy" --s-key "$dir/in/s_key.npy" --gpus 0 --count
 expect_error "inner joins only" "${files[@]}" --how left --count
+# A rank killed mid-run (as by the OOM killer): the launcher ends the job within the test's time, says
+# which rank died, exits non-zero, and nothing is committed (no manifest, no part file under its name).
+for step in read staged; do
+  status=0
+  MGJOIN_TEST_KILL_RANK=1:$step timeout 120 "$mpiexec" "$np" 3 "$mgjoin" join "${files[@]}" --out-dir "$dir/killed-$step" \
+    > /dev/null 2> "$dir/err" || status=$?
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "rank 1 killed at $step: exit status $status: $(cat "$dir/err")"
+  grep -qi "rank 1.*signal 9\|rank 1.*killed" "$dir/err" || fail "rank 1 killed at $step: the launcher did not name it: $(cat "$dir/err")"
+  [ ! -e "$dir/killed-$step/manifest.json" ] || fail "rank 1 killed at $step: a manifest was written"
+  committed=$(find "$dir/killed-$step" -name '*.npy' | wc -l)
+  [ "$committed" = 0 ] || fail "rank 1 killed at $step: $committed part files committed"
+done
 echo "cli_ranks_test: passed"
