@@ -10,6 +10,7 @@
 #   MGJOIN_SAN_CASES=200  MGJOIN_SAN_ROWS=20000  MGJOIN_SAN_GPUS=2   the harness's cases
 #   MGJOIN_SAN_LIMIT_MIB=2048                                   the harness engines' GPU memory
 #   MGJOIN_SAN_TIMEOUT=300                                      seconds per run
+#   MGJOIN_TEST_FEW_SHAPES=1   the variants' checks run few shapes each (0: all; tests/copart/flow_check.hpp)
 #   MGJOIN_SAN_FILTER                                           the suites' gtest filter; by default
 #     every test but those that provoke a CUDA API error on purpose (a backing larger than the GPU),
 #     the timing checks of the bandwidth probe (a sanitizer slows copies far below any expected rate),
@@ -30,6 +31,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
+# The copart suite's variants run their first two shapes and their last (tests/copart/flow_check.hpp).
+export MGJOIN_TEST_FEW_SHAPES=${MGJOIN_TEST_FEW_SHAPES:-1}
 B=${MGJOIN_BIN:-.devbin}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
