@@ -3,6 +3,8 @@
 // (GPU suites) the check of a flow's count and materialized output against the reference.
 #include "engine/src/copart/copart_join.hpp"
 
+#include "common/keys.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -17,15 +19,6 @@ inline copart::ScratchSizes fake_scratch() {
   s.partition = [](std::int64_t rows, int gpus) { return static_cast<std::size_t>(rows / 256 + 1) * gpus * 16; };
   s.scan = [](std::uint64_t n) { return static_cast<std::size_t>(n / 64 + 1024); };
   return s;
-}
-
-/// `n` keys drawn uniformly from [lo, hi].
-template <class Key>
-std::vector<Key> uniform_keys(std::mt19937_64& rng, std::size_t n, Key lo, Key hi) {
-  std::uniform_int_distribution<Key> pick(lo, hi);
-  std::vector<Key> k(n);
-  for (auto& x : k) x = pick(rng);
-  return k;
 }
 
 }  // namespace mgjoin::test

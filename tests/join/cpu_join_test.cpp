@@ -4,6 +4,7 @@
 
 #include <mgjoin/error.hpp>
 
+#include "common/keys.hpp"
 #include "common/seed.hpp"
 #include "join/join_reference.hpp"
 
@@ -19,6 +20,7 @@ using test::dtype_of;
 using test::reference_join;
 using test::result_tuples;
 using test::Tuple;
+using test::uniform_keys;
 
 /// Owning test input: keys plus payloads of `payload_width` bytes (0 = none) holding the row number.
 template <class Key>
@@ -80,14 +82,6 @@ void check_join(std::vector<Key> rk, std::vector<Key> sk, std::size_t rw, std::s
 }
 
 template <class Key>
-std::vector<Key> random_keys(std::mt19937_64& rng, std::size_t n, Key lo, Key hi) {
-  std::uniform_int_distribution<Key> d(lo, hi);
-  std::vector<Key> v(n);
-  for (auto& k : v) k = d(rng);
-  return v;
-}
-
-template <class Key>
 class CpuJoinTyped : public ::testing::Test {};
 using KeyTypes = ::testing::Types<std::int32_t, std::uint32_t, std::int64_t, std::uint64_t>;
 TYPED_TEST_SUITE(CpuJoinTyped, KeyTypes);
@@ -97,14 +91,14 @@ TYPED_TEST(CpuJoinTyped, RandomKeysEveryPayloadWidth) {
   std::mt19937_64 rng(test::announce_seed());
   const Key lo = std::numeric_limits<Key>::min(), hi = std::numeric_limits<Key>::max();
   for (std::size_t rw : {0, 4, 8})
-    for (std::size_t sw : {0, 4, 8}) check_join<Key>(random_keys<Key>(rng, 3000, lo, hi), random_keys<Key>(rng, 2000, lo, hi), rw, sw);
+    for (std::size_t sw : {0, 4, 8}) check_join<Key>(uniform_keys<Key>(rng, 3000, lo, hi), uniform_keys<Key>(rng, 2000, lo, hi), rw, sw);
 }
 
 TYPED_TEST(CpuJoinTyped, DuplicateHeavyManyToMany) {
   using Key = TypeParam;
   std::mt19937_64 rng(test::announce_seed());
   const Key lo = std::is_signed_v<Key> ? Key(-20) : Key(0);
-  check_join<Key>(random_keys<Key>(rng, 5000, lo, Key(20)), random_keys<Key>(rng, 4000, lo, Key(25)), 8, 4);
+  check_join<Key>(uniform_keys<Key>(rng, 5000, lo, Key(20)), uniform_keys<Key>(rng, 4000, lo, Key(25)), 8, 4);
 }
 
 TYPED_TEST(CpuJoinTyped, MinAndMaxKeys) {
@@ -128,7 +122,7 @@ TEST(CpuJoin, AllKeysEqual) { check_join<std::uint32_t>(std::vector<std::uint32_
 
 TEST(CpuJoin, NegativeInt32KeysSortBelowPositive) {
   std::mt19937_64 rng(test::announce_seed());
-  check_join<std::int32_t>(random_keys<std::int32_t>(rng, 4000, -500, 100), random_keys<std::int32_t>(rng, 4000, -100, 500), 4, 4);
+  check_join<std::int32_t>(uniform_keys<std::int32_t>(rng, 4000, -500, 100), uniform_keys<std::int32_t>(rng, 4000, -100, 500), 4, 4);
 }
 
 TEST(CpuJoin, OneHotKeyAmongUniqueKeys) {

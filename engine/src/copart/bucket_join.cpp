@@ -266,7 +266,6 @@ class Pass2 {
       auto next = std::make_unique<Running>(r_.group(q), s_.group(q));
       next->plan = plan_group(next->r, next->s, halves->device_bytes());
       if (!next->plan.fits || next->plan.streamed) {  // its bucket outgrew the half its sample planned
-        if (running) running->join->arrive();
         finish(std::move(running));
         halves.reset();
         const auto t = Clock::now();
@@ -277,11 +276,10 @@ class Pass2 {
       next->into = into(q);
       next->join = std::make_unique<InCoreJoin>(next->r, next->s, next->plan, output_, halves->context(k), next->into);
       k ^= 1;
-      if (running) running->join->arrive();
+      if (running) running->join->arrive();  // before `next`'s transfer, which must not share PCIe with it
       start_while_finishing(*next->join, std::move(running));
       running = std::move(next);
     }
-    if (running) running->join->arrive();
     finish(std::move(running));
     groups_.push_back({"bucket.pass2.overlapped", seconds_since(t0) - alone, 0, 0});
     if (alone > 0) groups_.push_back({"bucket.pass2.alone", alone, 0, 0});

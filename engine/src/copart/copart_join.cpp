@@ -1138,6 +1138,7 @@ struct InCoreJoin::State {
   /// The host's time in start() and in arrive()'s wait: the whole transfer when the steps run back to
   /// back, what was not hidden behind another group's finish when they overlap.
   double transfer_seconds = 0;
+  bool arrived = false;
 };
 
 InCoreJoin::InCoreJoin(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
@@ -1160,6 +1161,8 @@ void InCoreJoin::start() {
 }
 
 void InCoreJoin::arrive() {
+  if (state_->arrived) return;
+  state_->arrived = true;
   const auto t0 = Clock::now();
   state_->flow.wait_transfer();
   state_->transfer_seconds += seconds_since(t0);
@@ -1168,6 +1171,7 @@ void InCoreJoin::arrive() {
 }
 
 void InCoreJoin::finish(JoinResult& result) {
+  arrive();
   Flow& flow = state_->flow;
   // Late payloads cross while S is sorted and joined and the key column goes out (issued after the
   // sort, which must not wait for them).
@@ -1200,7 +1204,6 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
     in_core.columns = out;
     InCoreJoin join(r, s, plan, output, context, in_core);
     join.start();
-    join.arrive();
     join.finish(result);
   }
   if (own) own->finish();

@@ -184,9 +184,10 @@ class InCoreJoin {
   /// Issues both relations' transfers and R's sort. One GPU: returns at once; several: once every
   /// chunk is partitioned (the host reads their segment sizes to address the exchange).
   void start();
-  /// Waits until every input byte has arrived where it belongs, then issues S's sort.
+  /// Waits until every input byte has arrived where it belongs, then issues S's sort (once).
   void arrive();
-  /// Joins, then counts (result.count) or writes into the columns; appends the phase stats.
+  /// Arrives if the caller has not, joins, then counts (result.count) or writes into the columns;
+  /// appends the phase stats.
   /// @throw InputError when the output has 2^64 or more tuples.
   void finish(JoinResult& result);
 
