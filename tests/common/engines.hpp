@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <utility>
@@ -16,19 +17,26 @@ class SharedEngines : public ::testing::Environment {
  public:
   void TearDown() override { engines_.clear(); }
 
-  /// The engine of `gpus` GPUs with `memory_limit` bytes each (0: the engine's default).
+  /// The engine of `gpus` GPUs with `memory_limit` bytes each (0: the engine's default, or
+  /// MGJOIN_TEST_GPU_MEMORY_MIB where set, so that several test processes can share one GPU, as
+  /// scripts/device-sanitize.sh runs them).
   Engine& get(int gpus, std::uint64_t memory_limit) {
     auto& e = engines_[{gpus, memory_limit}];
     if (!e) {
       EngineOptions o;
       o.gpus = gpus;
-      o.gpu_memory_limit = memory_limit;
+      o.gpu_memory_limit = memory_limit != 0 ? memory_limit : default_limit();
       e = std::make_unique<Engine>(o);
     }
     return *e;
   }
 
  private:
+  static std::uint64_t default_limit() {
+    const char* mib = std::getenv("MGJOIN_TEST_GPU_MEMORY_MIB");
+    return mib ? std::strtoull(mib, nullptr, 10) << 20 : 0;
+  }
+
   std::map<std::pair<int, std::uint64_t>, std::unique_ptr<Engine>> engines_;
 };
 

@@ -5,12 +5,14 @@
 // of (key, R payload, S payload) by an order-independent hash, and also tuple by tuple when small.
 //
 //   differential --cases 10000 [--seed S] [--gpus-max G] [--minutes M] [--case K] [--max-rows N]
-//                [--gpu-memory-limit-mib M]
+//                [--gpu-memory-limit-mib M] [--shard I/N]
 //
 // Prints the seed; a failing case prints its number and description, and `--seed S --case K` (with the
 // same --gpus-max and --max-rows) replays it alone. --max-rows caps each relation's rows and
 // --gpu-memory-limit-mib the GPU memory of cases that draw no limit, for runs under compute-sanitizer
-// (scripts/device-sanitize.sh), whose initcheck shadows every byte the engine allocates. Exit status 1
+// (scripts/device-sanitize.sh), whose initcheck shadows every byte the engine allocates. --shard I/N runs
+// only the cases k with k % N == I, so that N processes side by side (each with its own
+// --gpu-memory-limit-mib) share one seed's cases on a machine's cores and GPUs. Exit status 1
 // when any case mismatches or throws.
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
@@ -381,7 +383,20 @@ struct Args {
   long long only_case = -1;
   std::int64_t max_rows = std::numeric_limits<std::int64_t>::max();
   std::uint64_t gpu_memory_limit = 0;  ///< bytes, for cases that draw no limit; 0: the engine's default
+  std::uint64_t shard = 0, shards = 1;  ///< run the cases k with k % shards == shard
 };
+
+void parse_shard(const std::string& v, Args& a) {
+  const auto slash = v.find('/');
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (slash == std::string::npos || !digits(v.substr(0, slash)) || !digits(v.substr(slash + 1)))
+    throw InputError("--shard " + v + ": expected I/N, e.g. 0/2");
+  a.shard = std::stoull(v.substr(0, slash));
+  a.shards = std::stoull(v.substr(slash + 1));
+  if (a.shards == 0 || a.shard >= a.shards) throw InputError("--shard " + v + ": expected 0 <= I < N");
+}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -397,9 +412,10 @@ Args parse(int argc, char** argv) {
     else if (flag == "--case") a.only_case = std::stoll(v);
     else if (flag == "--max-rows") a.max_rows = std::stoll(v);
     else if (flag == "--gpu-memory-limit-mib") a.gpu_memory_limit = std::stoull(v) << 20;
+    else if (flag == "--shard") parse_shard(v, a);
     else
       throw InputError(flag + ": unknown option (--cases, --seed, --gpus-max, --minutes, --case, --max-rows, "
-                              "--gpu-memory-limit-mib)");
+                              "--gpu-memory-limit-mib, --shard)");
   }
   return a;
 }
@@ -408,8 +424,9 @@ Args parse(int argc, char** argv) {
 
 int main(int argc, char** argv) try {
   const Args args = parse(argc, argv);
-  std::printf("differential: seed %llu, %llu cases, up to %d GPUs\n", static_cast<unsigned long long>(args.seed),
-              static_cast<unsigned long long>(args.cases), args.gpus_max);
+  std::printf("differential: seed %llu, %llu cases (shard %llu/%llu), up to %d GPUs\n",
+              static_cast<unsigned long long>(args.seed), static_cast<unsigned long long>(args.cases),
+              static_cast<unsigned long long>(args.shard), static_cast<unsigned long long>(args.shards), args.gpus_max);
   std::fflush(stdout);
   Engines engines(args.gpu_memory_limit);
   const auto start = std::chrono::steady_clock::now();
@@ -417,6 +434,7 @@ int main(int argc, char** argv) try {
   std::map<std::string, std::uint64_t> by_kind;
   for (std::uint64_t k = 0; k < args.cases; ++k) {
     if (args.only_case >= 0 && k != static_cast<std::uint64_t>(args.only_case)) continue;
+    if (k % args.shards != args.shard) continue;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (args.minutes > 0 && elapsed > args.minutes * 60) break;
     const Case c = draw_case(mix(args.seed + k), args.gpus_max, args.max_rows);

@@ -58,7 +58,6 @@ void check_copart(const Relation& r, const Relation& s, int gpus, OutputMode out
                   PayloadFlow payloads = PayloadFlow::Auto, Exchange exchange = Exchange::CopyEngines) {
   Relation rc = copy_of(r), sc = copy_of(s);
   JoinOptions options;
-  options.gpus = gpus;
   options.strategy = JoinStrategy::CoPartitioned;
   options.output = output;
   options.exchange = exchange;

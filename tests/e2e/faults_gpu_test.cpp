@@ -162,6 +162,9 @@ TEST(GpuBusy, MemoryTakenByAnotherHolderIsRefusedOrPlannedAround) {
   std::size_t free_bytes = 0, total = 0;
   ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
   ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+  // Other processes on the GPU (suites side by side under scripts/device-sanitize.sh) may leave too
+  // little for this test's own holder.
+  if (free_bytes < (4ull << 30)) GTEST_SKIP() << "less than 4 GiB of GPU " << device << " is free";
   // Another holder takes all but ~1 GiB of the GPU.
   alloc::DeviceStackAllocator other(device, free_bytes - (1ull << 30));
   EngineOptions too_much;
