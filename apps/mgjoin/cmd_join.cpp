@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 #include "interrupt.hpp"
+#include "join_outputs.hpp"
 #include "join_ranks.hpp"
 
 #include <mgjoin/error.hpp>
@@ -239,17 +240,25 @@ void check_keys_comparable(const TableSource& r, const TableSource& s) {
   }
 }
 
-/// Reads the columns the join needs: the key columns and the chosen (or all) others.
-LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads) {
-  LoadedTable t;
-  t.columns.reserve(src.columns.size());
+/// The columns a join reads: the key columns and, with `payloads`, the chosen (or all) others.
+std::vector<const ColumnSource*> needed_columns(const TableSource& src, bool payloads) {
+  std::vector<const ColumnSource*> out;
   for (const ColumnSource& c : src.columns) {
     const bool key = std::find(src.key.begin(), src.key.end(), c.name) != src.key.end();
     const bool chosen = !src.chosen || std::find(src.chosen->begin(), src.chosen->end(), c.name) != src.chosen->end();
-    if (!key && !(payloads && chosen)) continue;
-    t.columns.push_back(c.parts.empty() ? read_column(c.path, c.raw_type, memory)
-                                        : read_column_concat(c.parts, c.raw_type, memory));
-    t.view.columns.push_back({c.name, t.columns.back().view()});
+    if (key || (payloads && chosen)) out.push_back(&c);
+  }
+  return out;
+}
+
+/// Reads the columns the join needs (needed_columns).
+LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads) {
+  LoadedTable t;
+  t.columns.reserve(src.columns.size());
+  for (const ColumnSource* c : needed_columns(src, payloads)) {
+    t.columns.push_back(c->parts.empty() ? read_column(c->path, c->raw_type, memory)
+                                         : read_column_concat(c->parts, c->raw_type, memory));
+    t.view.columns.push_back({c->name, t.columns.back().view()});
   }
   return t;
 }
@@ -287,13 +296,7 @@ TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const Tabl
 
 /// Stages one .npy file per output column, or the gather maps, then renames them all at once.
 std::vector<std::string> write_outputs(const fs::path& dir, const TableJoinResult& result, const TableJoinOptions& o) {
-  std::vector<StagedColumnFile> files;
-  for (const NamedColumn& c : result.columns) files.push_back(stage_column(dir / (c.name + ".npy"), c.column.view()));
-  if (o.output == TableOutput::GatherMaps) {
-    files.push_back(stage_column(dir / "r.row.npy", result.left_rows.view()));
-    if (outputs_right_columns(o.how))
-      files.push_back(stage_column(dir / "s.row.npy", result.right_rows.view()));
-  }
+  std::vector<StagedColumnFile> files = stage_join_outputs(dir, result, o);
   throw_if_interrupted();  // the staged files are removed as they go out of scope
   commit_all(files);
   std::vector<std::string> names;
@@ -325,31 +328,49 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
           {"output_files", outputs}};
 }
 
-/// `mgjoin join` under an MPI launcher: the relation form of the files only (join_ranks.hpp).
-RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
-  MGJOIN_INPUT_EXPECTS(a.r_dir.empty() && a.s_dir.empty() && a.r_columns.empty() && a.s_columns.empty(),
-                       "under mpirun, mgjoin join takes --r-key/--s-key files (and --r-payload/--s-payload), not "
-                       "--r-dir/--s-dir or --r-columns/--s-columns");
-  MGJOIN_INPUT_EXPECTS(a.how == "inner", "--how " + a.how + ": under mpirun, mgjoin join makes inner joins only");
-  MGJOIN_INPUT_EXPECTS(form != TableOutput::GatherMaps, "--output maps: under mpirun, mgjoin join counts or writes columns");
-  MGJOIN_INPUT_EXPECTS(!a.r_key.empty() && !a.s_key.empty(), "--r-key and --s-key are required");
-  MGJOIN_INPUT_EXPECTS(form == TableOutput::Count ? a.out_dir.empty() : !a.out_dir.empty(),
-                       "one of --out-dir (write the joined columns) or --count is required, not both");
+/// Both input tables, resolved from the options and checked (headers, lengths, key types) before any
+/// data is read.
+std::pair<TableSource, TableSource> resolve_inputs(const JoinArgs& a) {
   const auto type = parse_type_option(a.type, "--type");
-  const auto r_type = parse_type_option(a.r_type, "--r-type"), s_type = parse_type_option(a.s_type, "--s-type");
+  const auto r_type = parse_type_option(a.r_type, "--r-type");
+  const auto s_type = parse_type_option(a.s_type, "--s-type");
+  const auto r_payload_type = parse_type_option(a.r_payload_type, "--r-payload-type");
+  const auto s_payload_type = parse_type_option(a.s_payload_type, "--s-payload-type");
+  TableSource r = resolve_table('r', a.r_key, a.r_payload, a.r_dir, a.r_columns, first_of({r_type, type}),
+                                first_of({r_payload_type, r_type, type}));
+  TableSource s = resolve_table('s', a.s_key, a.s_payload, a.s_dir, a.s_columns, first_of({s_type, type}),
+                                first_of({s_payload_type, s_type, type}));
+  check_table_files(r);
+  check_table_files(s);
+  check_keys_comparable(r, s);
+  return {std::move(r), std::move(s)};
+}
+
+/// The files of one side that every rank reads its rows of.
+std::vector<RankColumn> rank_columns(const TableSource& src, bool payloads, const std::string& dir_opt) {
+  std::vector<RankColumn> out;
+  for (const ColumnSource* c : needed_columns(src, payloads)) {
+    MGJOIN_INPUT_EXPECTS(c->parts.empty(), dir_opt + ": a table in parts is read by one process; under mpirun give a "
+                                               "directory of whole column files");
+    out.push_back({c->name, c->path.string(), c->raw_type});
+  }
+  return out;
+}
+
+/// `mgjoin join` under an MPI launcher (join_ranks.hpp): the same tables, kinds and output forms as one
+/// process, checked the same way on every rank.
+RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
+  MGJOIN_INPUT_EXPECTS(form == TableOutput::Count ? a.out_dir.empty() : !a.out_dir.empty(),
+                       "one of --out-dir (write the joined columns or --output maps) or --count is required, not both");
+  const auto [r_src, s_src] = resolve_inputs(a);
   RankJoinRequest q;
-  q.r_key = a.r_key;
-  q.r_payload = a.r_payload;
-  q.s_key = a.s_key;
-  q.s_payload = a.s_payload;
-  q.r_type = first_of({r_type, type});
-  q.s_type = first_of({s_type, type});
-  q.r_payload_type = first_of({parse_type_option(a.r_payload_type, "--r-payload-type"), r_type, type});
-  q.s_payload_type = first_of({parse_type_option(a.s_payload_type, "--s-payload-type"), s_type, type});
+  q.options = join_options(a, form, r_src, s_src);
+  q.options.join.progress = {};  // one bar per rank would interleave; rank 0 prints the summary
+  const bool payloads = form == TableOutput::Columns;
+  q.left = rank_columns(r_src, payloads, "--r-dir");
+  q.right = rank_columns(s_src, payloads && outputs_right_columns(q.options.how), "--s-dir");
   q.out_dir = a.out_dir;
   q.json = a.json;
-  a.engine.apply(q.options);
-  q.options.output = form == TableOutput::Count ? OutputMode::Count : OutputMode::Materialize;
   return q;
 }
 
@@ -363,20 +384,8 @@ void run_join(const JoinArgs& args) {
                        "one of --out-dir (write the joined columns or --output maps) or --count (print the number of "
                        "output rows) is required");
   MGJOIN_INPUT_EXPECTS(writes || args.out_dir.empty(), "--count and --out-dir exclude each other");
-  const auto type = parse_type_option(args.type, "--type");
-  const auto r_type = parse_type_option(args.r_type, "--r-type");
-  const auto s_type = parse_type_option(args.s_type, "--s-type");
-  const auto r_payload_type = parse_type_option(args.r_payload_type, "--r-payload-type");
-  const auto s_payload_type = parse_type_option(args.s_payload_type, "--s-payload-type");
-
   // Everything that can be checked cheaply is checked before reading gigabytes.
-  TableSource r_src = resolve_table('r', args.r_key, args.r_payload, args.r_dir, args.r_columns,
-                                    first_of({r_type, type}), first_of({r_payload_type, r_type, type}));
-  TableSource s_src = resolve_table('s', args.s_key, args.s_payload, args.s_dir, args.s_columns,
-                                    first_of({s_type, type}), first_of({s_payload_type, s_type, type}));
-  check_table_files(r_src);
-  check_table_files(s_src);
-  check_keys_comparable(r_src, s_src);
+  const auto [r_src, s_src] = resolve_inputs(args);
   const TableJoinOptions options = join_options(args, form, r_src, s_src);
   const fs::path out_dir = args.out_dir;
   if (writes) prepare_output_directory(out_dir, "--out-dir");

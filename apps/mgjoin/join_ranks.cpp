@@ -1,6 +1,7 @@
 #include "join_ranks.hpp"
 
 #include "interrupt.hpp"
+#include "join_outputs.hpp"
 
 #include <mgjoin/error.hpp>
 #include <mgjoin/io.hpp>
@@ -65,20 +66,22 @@ class MpiSession {
   bool owned_ = false;
 };
 
-/// This rank's slice of one input: rows [n·rank/ranks, n·(rank + 1)/ranks) of the key file and of the
-/// payload file, if any (which must have as many rows).
-Relation read_slice(const std::string& key, const std::string& payload, std::optional<DType> key_type,
-                    std::optional<DType> payload_type, int rank, int ranks, MemoryKind memory) {
-  const ColumnFileInfo info = inspect_column_file(key, key_type);
-  if (!payload.empty()) {
-    const ColumnFileInfo p = inspect_column_file(payload, payload_type);
-    MGJOIN_INPUT_EXPECTS(p.size == info.size, payload + ": " + std::to_string(p.size) + " rows, but its key file " + key +
-                                                  " has " + std::to_string(info.size));
+/// This rank's slice of one table: rows [n·rank/ranks, n·(rank + 1)/ranks) of each of its column files
+/// (which have n rows each: checked before).
+struct Slice {
+  std::vector<HostColumn> columns;
+  TableView view;
+};
+Slice read_slice(const std::vector<RankColumn>& columns, int rank, int ranks) {
+  Slice s;
+  const std::int64_t n = columns.empty() ? 0 : inspect_column_file(columns.front().path, columns.front().raw_type).size;
+  const std::int64_t first = n * rank / ranks, last = n * (rank + 1) / ranks;
+  s.columns.reserve(columns.size());
+  for (const RankColumn& c : columns) {
+    // Pageable: the slices only cross MPI; what a rank's GPUs copy is what it receives.
+    s.columns.push_back(read_column_rows(c.path, first, last - first, c.raw_type, MemoryKind::Pageable));
+    s.view.columns.push_back({c.name, s.columns.back().view()});
   }
-  const std::int64_t first = info.size * rank / ranks, last = info.size * (rank + 1) / ranks;
-  Relation s;
-  s.key = read_column_rows(key, first, last - first, key_type, memory);
-  if (!payload.empty()) s.payload = read_column_rows(payload, first, last - first, payload_type, memory);
   return s;
 }
 
@@ -114,21 +117,20 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
   try {
     RankJoinRequest q;
     dist::agree(MPI_COMM_WORLD, [&] { q = request(); });
-    q.options.cancel = &interrupt_flag();  // mpirun passes Ctrl-C to every rank
+    q.options.join.cancel = &interrupt_flag();  // mpirun passes Ctrl-C to every rank
     const bool writes = !q.out_dir.empty();
     const fs::path out_dir = q.out_dir;
-    Relation r, s;
+    Slice r, s;
     dist::agree(MPI_COMM_WORLD, [&] {
       if (writes && rank == 0) {
         prepare_output_directory(out_dir, "--out-dir");
         fs::remove(out_dir / "manifest.json");  // the manifest marks committed parts: a new one comes last
       }
-      // Pageable: the slices only cross MPI; what a rank's GPUs copy is what it receives.
-      r = read_slice(q.r_key, q.r_payload, q.r_type, q.r_payload_type, rank, ranks, MemoryKind::Pageable);
-      s = read_slice(q.s_key, q.s_payload, q.s_type, q.s_payload_type, rank, ranks, MemoryKind::Pageable);
+      r = read_slice(q.left, rank, ranks);
+      s = read_slice(q.right, rank, ranks);
     });
     test_kill_point(rank, "read");
-    const dist::DistributedResult result = dist::join(r.view(), s.view(), q.options, MPI_COMM_WORLD);
+    const dist::DistributedTableResult result = dist::join_tables(r.view, s.view, q.options, MPI_COMM_WORLD);
 
     std::vector<std::string> outputs;
     if (writes) {
@@ -137,9 +139,7 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
       std::vector<StagedColumnFile> staged;
       dist::agree(MPI_COMM_WORLD, [&] {
         fs::create_directories(part);
-        staged.push_back(stage_column(part / "key.npy", result.local.key.view()));
-        if (r.payload) staged.push_back(stage_column(part / "r.payload.npy", result.local.r_payload.view()));
-        if (s.payload) staged.push_back(stage_column(part / "s.payload.npy", result.local.s_payload.view()));
+        staged = stage_join_outputs(part, result.local, q.options);
         throw_if_interrupted();
       });
       test_kill_point(rank, "staged");
@@ -165,14 +165,19 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
     }
     if (rank != 0) return;
     if (q.json) {
-      nlohmann::json j{{"count", result.count}, {"ranks", ranks}, {"executor", result.local.executor},
-                       {"strategy_reason", result.local.strategy_reason}, {"output_files", outputs}};
+      nlohmann::json j{{"count", result.count},
+                       {"how", join_kind_name(q.options.how)},
+                       {"ranks", ranks},
+                       {"executor", result.local.join.executor},
+                       {"strategy_reason", result.local.join.strategy_reason},
+                       {"materialization", result.local.materialization},
+                       {"output_files", outputs}};
       std::printf("%s\n", j.dump(2).c_str());
     } else if (!writes) {
       std::printf("%llu\n", static_cast<unsigned long long>(result.count));
     } else {
-      std::fprintf(stderr, "mgjoin: %llu rows joined across %d ranks into %s (manifest.json and part-0 ... part-%d)\n",
-                   static_cast<unsigned long long>(result.count), ranks, out_dir.c_str(), ranks - 1);
+      std::fprintf(stderr, "mgjoin: %llu rows joined (%s) across %d ranks into %s (manifest.json and part-0 ... part-%d)\n",
+                   static_cast<unsigned long long>(result.count), join_kind_name(q.options.how), ranks, out_dir.c_str(), ranks - 1);
     }
   } catch (const dist::RankError& e) {
     fail(e, rank);

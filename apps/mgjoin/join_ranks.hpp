@@ -1,15 +1,17 @@
 #pragma once
 // `mgjoin join` started by an MPI launcher (`mpirun -np N mgjoin join ...`, `srun --mpi=pmix ...`): every
-// rank reads its slice of each input file (rows [n·i/N, n·(i+1)/N) of rank i), the ranks join through
-// libmgjoin_dist (<mgjoin/distributed.hpp>), rank 0 alone prints the count or summary, and a materialized
-// output is written per rank as part directories (`part-<i>/key.npy`, `r.payload.npy`, `s.payload.npy`)
+// rank reads its slice of each input column file (rows [n·i/N, n·(i+1)/N) of rank i), the ranks join the
+// tables through libmgjoin_dist (dist::join_tables in <mgjoin/distributed.hpp>), rank 0 alone prints the
+// count or summary, and an output is written per rank as part directories (`part-<i>/` holding the files
+// one process writes: `key.npy`, `r.<name>.npy`, ..., or `r.row.npy` and `s.row.npy` for gather maps)
 // plus `manifest.json` (`"format": "mgjoin-parts"`), committed only once every rank has staged its part.
-#include <mgjoin/join.hpp>
+#include <mgjoin/table.hpp>
 #include <mgjoin/types.hpp>
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mgjoin::cli {
 
@@ -17,13 +19,18 @@ namespace mgjoin::cli {
 /// Slurm's world size in the environment).
 bool launched_as_ranks();
 
-/// What one `mgjoin join` across ranks asks for.
+/// One column every rank reads its rows of: its name in the table, its file and, for a raw file, its dtype.
+struct RankColumn {
+  std::string name, path;
+  std::optional<DType> raw_type;
+};
+
+/// What one `mgjoin join` across ranks asks for (checked: the files' headers agree in length and types).
 struct RankJoinRequest {
-  std::string r_key, r_payload, s_key, s_payload;  ///< files; payloads optional
-  std::optional<DType> r_type, r_payload_type, s_type, s_payload_type;  ///< raw files' dtypes
-  std::string out_dir;  ///< empty: count only
+  std::vector<RankColumn> left, right;  ///< the columns the join reads: keys, then chosen payloads
+  TableJoinOptions options;             ///< kind, output form, keys, chosen columns and the engine flags
+  std::string out_dir;                  ///< empty: count only
   bool json = false;
-  JoinOptions options;  ///< the engine flags, and output Count or Materialize
 };
 
 /// Runs the join on this rank (collective over MPI_COMM_WORLD); `request` reads and checks the options

@@ -2,10 +2,12 @@
 # `mgjoin join` under mpirun (apps/mgjoin/join_ranks.hpp) on the CPU path, against the single-process
 # `mgjoin join` of the same files: the count with 2 to 4 ranks (one rank runs as one process); a
 # materialized output in part directories holding exactly the single process's rows, whose manifest
-# adds up and which read back as one table (--r-dir); --json naming the ranks; a missing file and an
-# option the ranks do not take each ending every rank with one error line, printed once, and the exit
-# status one process would give; a rank killed before the exchange or before the commit ending the job
-# with the launcher's word on which rank died and nothing committed.
+# adds up and which read back as one table (--r-dir); tables (directories of columns, a composite key of
+# mixed widths) joined by every --how, as columns and as gather maps, whose parts hold exactly the
+# single process's rows; --json naming the ranks; a missing file and an input the ranks do not take
+# each ending every rank with one error line, printed once, and the exit status one process would
+# give; a rank killed before the exchange or before the commit ending the job with the launcher's word
+# on which rank died and nothing committed.
 #   cli_ranks_test.sh MGJOIN MPIEXEC NUMPROC_FLAG
 set -euo pipefail
 mgjoin=$1 mpiexec=$2 np=$3
@@ -34,32 +36,89 @@ done
 # Materialized: the parts hold exactly the single process's rows (as multisets of (key, r, s)).
 run "$mpiexec" "$np" 3 "$mgjoin" join "${files[@]}" --out-dir "$dir/out"
 run "$mgjoin" join "${files[@]}" --out-dir "$dir/one"
-python3 - "$dir/out" "$dir/one" "$want" <<'PY' || fail "the parts do not hold the single process's rows"
-import ast, json, os, struct, sys
-out, one, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cat > "$dir/npy.py" <<'PY'
+import ast, json, os, struct
 
-def npy_u64(path):  # a 1-D little-endian 8-byte .npy file, without numpy
+FORMATS = {"i1": "b", "u1": "B", "b1": "?", "i2": "h", "u2": "H", "i4": "i", "u4": "I", "i8": "q", "u8": "Q",
+           "f4": "f", "f8": "d"}
+
+def read(path):  # a 1-D little-endian .npy file, without numpy
     data = open(path, "rb").read()
     assert data[:6] == b"\x93NUMPY", path
     n = struct.unpack("<H", data[8:10])[0] if data[6] == 1 else struct.unpack("<I", data[8:12])[0]
     start = (10 if data[6] == 1 else 12) + n
     header = ast.literal_eval(data[start - n:start].decode())
-    assert header["descr"][1:] in ("u8", "i8"), (path, header)
+    code = FORMATS[header["descr"][1:]]
+    rows = header["shape"][0]
     body = data[start:]
-    assert len(body) == 8 * header["shape"][0], path
-    return list(struct.unpack("<%dQ" % header["shape"][0], body))
+    assert len(body) == struct.calcsize("<%d%s" % (rows, code)), path
+    return list(struct.unpack("<%d%s" % (rows, code), body))
 
-m = json.load(open(os.path.join(out, "manifest.json")))
-assert m["format"] == "mgjoin-parts" and m["ranks"] == 3 and m["rows"] == want, m
-assert m["columns"] == ["key.npy", "r.payload.npy", "s.payload.npy"], m
-rows = []
-for p in m["parts"]:
-    cols = [npy_u64(os.path.join(out, p["dir"], c)) for c in m["columns"]]
-    assert all(len(c) == p["rows"] for c in cols), p
-    rows += zip(*cols)
-single = list(zip(*[npy_u64(os.path.join(one, c)) for c in m["columns"]]))
-assert len(rows) == want and sorted(rows) == sorted(single), (len(rows), len(single))
+def write(path, descr, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (descr, len(values))
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%d%s" % (len(values), FORMATS[descr[1:]]), *values))
+
+def same_rows(parts_dir, one_dir, want=None):
+    """The parts of parts_dir hold the rows of one_dir's files (as multisets), column by column."""
+    m = json.load(open(os.path.join(parts_dir, "manifest.json")))
+    files = sorted(f for f in os.listdir(one_dir) if f.endswith(".npy"))
+    assert m["format"] == "mgjoin-parts" and sorted(m["columns"]) == files, (m["columns"], files)
+    rows = []
+    for p in m["parts"]:
+        cols = [read(os.path.join(parts_dir, p["dir"], c)) for c in files]
+        assert all(len(c) == p["rows"] for c in cols), p
+        rows += zip(*cols)
+    single = list(zip(*[read(os.path.join(one_dir, c)) for c in files]))
+    assert len(rows) == m["rows"] == len(single) and (want is None or len(rows) == want), (len(rows), len(single))
+    assert sorted(rows) == sorted(single), "rows differ"
+    return m
 PY
+python3 - "$dir" "$want" <<'PY' || fail "the parts do not hold the single process's rows"
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import npy
+m = npy.same_rows(os.path.join(sys.argv[1], "out"), os.path.join(sys.argv[1], "one"), int(sys.argv[2]))
+assert m["ranks"] == 3 and m["columns"] == ["key.npy", "r.payload.npy", "s.payload.npy"], m
+PY
+
+# Tables: directories of columns, a composite key (int16, int32) with a hot key and unmatched rows, every
+# --how, as columns and as gather maps: the parts of 3 ranks hold the single process's rows.
+python3 - "$dir" "$seed" <<'PY' || fail "making the tables"
+import os, random, sys
+sys.path.insert(0, sys.argv[1])
+import npy
+rng = random.Random(int(sys.argv[2]))
+for side, n, extra in (("left", 3001, ("v", "<f8")), ("right", 4003, ("w", "<i8"))):
+    d = os.path.join(sys.argv[1], side)
+    os.makedirs(d)
+    hot = [i % 3 == 0 for i in range(n)] if side == "right" else [i % 50 == 0 for i in range(n)]
+    npy.write(os.path.join(d, "y.npy"), "<i2", [7 if h else rng.randrange(-40, 40) for h in hot])
+    npy.write(os.path.join(d, "id.npy"), "<i4", [-5 if h else rng.randrange(-300, 300) for h in hot])
+    name, descr = extra
+    npy.write(os.path.join(d, name + ".npy"), descr,
+              [rng.random() for _ in range(n)] if descr == "<f8" else [rng.randrange(-2**62, 2**62) for _ in range(n)])
+    npy.write(os.path.join(d, "ok.npy"), "|b1", [rng.random() < 0.5 for _ in range(n)])
+PY
+tables=(--r-dir "$dir/left" --s-dir "$dir/right" --r-key y,id --s-key y,id --gpus 0)
+for how in inner left right full semi anti; do
+  for form in columns maps; do
+    run "$mgjoin" join "${tables[@]}" --how "$how" --output "$form" --out-dir "$dir/t1-$how-$form"
+    run "$mpiexec" "$np" 3 "$mgjoin" join "${tables[@]}" --how "$how" --output "$form" --out-dir "$dir/t3-$how-$form"
+    python3 - "$dir" "$how" "$form" <<'PY' || fail "tables, --how $how --output $form: the parts do not hold the single process's rows"
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import npy
+d, how, form = sys.argv[1:]
+npy.same_rows(os.path.join(d, "t3-%s-%s" % (how, form)), os.path.join(d, "t1-%s-%s" % (how, form)))
+PY
+  done
+  one=$(run "$mgjoin" join "${tables[@]}" --how "$how" --count)
+  four=$(run "$mpiexec" "$np" 4 "$mgjoin" join "${tables[@]}" --how "$how" --count)
+  [ "$one" = "$four" ] || fail "tables, --how $how: 4 ranks counted '$four', one process $one"
+done
 
 # The parts read as one table (--r-dir of a manifest) join as the single output does.
 self=$(run "$mgjoin" join --r-dir "$dir/one" --s-dir "$dir/one" --gpus 0 --count)
@@ -82,7 +141,7 @@ expect_error() {  # pattern, then the mgjoin join arguments
   grep -q "exit code: *2\|Exit code: *2" "$dir/err" || [ "$status" -eq 2 ] || fail "$pattern: exit status $status, not 2"
 }
 expect_error "missing.npy" --r-key "$dir/in/missing.npy" --s-key "$dir/in/s_key.npy" --gpus 0 --count
-expect_error "inner joins only" "${files[@]}" --how left --count
+expect_error "a table in parts is read by one process" --r-dir "$dir/out" --s-dir "$dir/one" --gpus 0 --count
 # A rank killed mid-run (as by the OOM killer): the launcher ends the job within the test's time, says
 # which rank died, exits non-zero, and nothing is committed (no manifest, no part file under its name).
 for step in read staged; do

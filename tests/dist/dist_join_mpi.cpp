@@ -14,6 +14,8 @@
 
 #include <mpi.h>
 
+#include "mpi_check.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -31,14 +33,7 @@ using mgjoin::HostColumn;
 using mgjoin::JoinOptions;
 using mgjoin::OutputMode;
 
-int rank = 0, ranks = 1;
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  if (ok) return;
-  ++failures;
-  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
-}
+using namespace mgjoin::test::mpi;  // rank, ranks, check, my_rows
 
 /// A whole relation: keys (as 64-bit values, stored in the key type) and 8-byte payloads.
 struct Whole {
@@ -70,9 +65,6 @@ mgjoin::RelationView view(std::pair<HostColumn, HostColumn>& cols, bool payload)
   if (payload) v.payload = mgjoin::MutableColumnView{cols.second.data(), cols.second.size(), DType::UInt64};
   return v;
 }
-
-/// This rank's rows of a relation of n rows: [n·rank/ranks, n·(rank+1)/ranks).
-std::pair<std::int64_t, std::int64_t> my_rows(std::int64_t n) { return {n * rank / ranks, n * (rank + 1) / ranks}; }
 
 using Tuple = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;
 
@@ -179,15 +171,7 @@ void check_a_failing_rank() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The engine runs OpenMP threads inside each rank; only the main thread calls MPI.
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  std::uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("MGJOIN_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
-  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("dist_join_mpi: %d rank(s), MGJOIN_TEST_SEED=%llu\n", ranks, static_cast<unsigned long long>(seed));
+  const std::uint64_t seed = mgjoin::test::mpi::start(argc, argv, "dist_join_mpi");
   std::mt19937_64 rng(seed);  // the same draws on every rank
 
   // Named draws: the order of a call's arguments is unspecified, and a seed must replay anywhere.
@@ -209,9 +193,5 @@ int main(int argc, char** argv) {
   check_join("fewer rows than ranks", r_few, s_few);
   check_a_failing_rank();
 
-  int all_failures = 0;
-  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("dist_join_mpi: %s (%d failed check(s))\n", all_failures ? "FAILED" : "passed", all_failures);
-  MPI_Finalize();
-  return all_failures ? 1 : 0;
+  return mgjoin::test::mpi::finish("dist_join_mpi");
 }

@@ -15,6 +15,7 @@
 // throws RankError with the first failing rank's message.
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
+#include <mgjoin/table.hpp>
 #include <mgjoin/types.hpp>
 
 #include <mpi.h>
@@ -62,5 +63,29 @@ inline constexpr int kMaxRanks = 16;
 /// own `gpus` of the node's GPUs, in node-rank order (by default an equal share: one rank per GPU).
 /// @throw RankError when any rank fails a step (every rank throws it, naming the first that failed).
 DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm);
+
+struct DistributedTableResult {
+  std::uint64_t count = 0;  ///< output rows of all ranks together (the same on every rank)
+  int ranks = 1;
+  /// This rank's part of the output, as join_tables() gives it for the rows this rank joined: its
+  /// columns (TableOutput::Columns), or its gather maps, whose row indices are into the whole tables
+  /// (every rank's slice, one after another in rank order). The parts of all ranks, in any order, are
+  /// the output of the join of the whole tables; within a part, the pairs come first, then the part's
+  /// unmatched rows.
+  TableJoinResult local;
+  std::int64_t left_received = 0, right_received = 0;  ///< rows of each table this rank received and joined
+};
+
+/// join_tables() across the ranks of `comm` (collective): each rank holds a slice of the left and of the
+/// right table (the same column names and types on every rank, any lengths, in rank order). Every kind,
+/// output form and key of join_tables: the ranks agree on splitters of the packed key, send each row's
+/// key columns (and, for TableOutput::Columns, its chosen payload columns; for gather maps, its row
+/// index) to the rank owning its key, and each rank runs join_tables on what it received. A hot key is
+/// spread over several ranks only where the kind allows it: an inner join either side, a left outer,
+/// semi or anti join only the left side's rows (the right side's are copied), a right outer join only
+/// the right side's, a full outer join neither (its rows all go to one rank).
+/// @throw RankError when any rank fails a step (every rank throws it, naming the first that failed).
+DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options,
+                                   MPI_Comm comm);
 
 }  // namespace mgjoin::dist

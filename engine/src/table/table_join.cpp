@@ -62,53 +62,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-constexpr const char* kLeft = "left table";
-constexpr const char* kRight = "right table";
 /// join() or an Engine's join: what runs the relations underneath.
 using Joiner = std::function<JoinResult(RelationView, RelationView, const JoinOptions&)>;
 
-/// The payload columns one side outputs: those named (each must exist), or every non-key column.
-std::vector<NamedColumnView> chosen_columns(const TableView& table, const std::optional<std::vector<std::string>>& names,
-                                            const table::KeyColumns& key, const char* side, const char* field) {
-  std::vector<NamedColumnView> chosen;
-  if (names) {
-    for (const std::string& name : *names) {
-      const ColumnView* c = table.find(name);
-      MGJOIN_INPUT_EXPECTS(c != nullptr, std::string(side) + ": no column named '" + name + "' (" + field + ")");
-      MGJOIN_INPUT_EXPECTS(std::none_of(chosen.begin(), chosen.end(), [&](const auto& x) { return x.name == name; }),
-                           std::string(field) + " names '" + name + "' twice");
-      chosen.push_back({name, *c});
-    }
-    return chosen;
-  }
-  for (const NamedColumnView& c : table.columns)
-    if (std::find(key.names.begin(), key.names.end(), c.name) == key.names.end()) chosen.push_back(c);
-  return chosen;
-}
-
-struct Plan {
-  table::KeyColumns left_key, right_key;
-  std::vector<NamedColumnView> left_columns, right_columns;
+struct Plan : table::JoinColumns {
   bool carry = false;
   bool in_place = false;  ///< join() may reorder the caller's columns (TableJoinOptions::may_reorder_inputs)
 };
 
 bool carriable(const std::vector<NamedColumnView>& columns) {
   return columns.size() <= 1 && (columns.empty() || dtype_size(columns[0].column.type) >= 4);
-}
-
-/// Refuses a payload column whose output name is the validity column's ("r.valid"): the output would
-/// hold two columns of one name, and a file writer would keep one of them.
-void check_output_names(const Plan& p, JoinKind how) {
-  const bool r_valid = how == JoinKind::RightOuter || how == JoinKind::FullOuter;
-  const bool s_valid = how == JoinKind::LeftOuter || how == JoinKind::FullOuter;
-  for (const auto& [columns, validity, side, field] :
-       {std::tuple{&p.left_columns, r_valid, kLeft, "TableJoinOptions::left_columns"},
-        std::tuple{&p.right_columns, s_valid, kRight, "TableJoinOptions::right_columns"}})
-    for (const NamedColumnView& c : *columns)
-      MGJOIN_INPUT_EXPECTS(!(validity && c.name == "valid"),
-                           std::string(side) + ": column 'valid' would be output under the name of the outer join's "
-                           "validity column; rename it or leave it out (" + field + ")");
 }
 
 /// Whether the flow moves every column of `table`: its one key column and the carried payload, nothing
@@ -125,19 +88,7 @@ bool flow_moves_whole_table(const TableView& table, const table::KeyColumns& key
 }
 
 Plan plan_join(const TableView& left, const TableView& right, const TableJoinOptions& o) {
-  table::check_table(left, kLeft);
-  table::check_table(right, kRight);
-  Plan p;
-  p.left_key = table::key_columns(left, o.left_on, kLeft, "TableJoinOptions::left_on");
-  p.right_key = table::key_columns(right, o.right_on, kRight, "TableJoinOptions::right_on");
-  table::check_key_pair(p.left_key, p.right_key);
-  // Named columns are checked whatever the output, so that a typo fails the first run, not a later one.
-  auto left_columns = chosen_columns(left, o.left_columns, p.left_key, kLeft, "TableJoinOptions::left_columns");
-  auto right_columns = chosen_columns(right, o.right_columns, p.right_key, kRight, "TableJoinOptions::right_columns");
-  if (o.output == TableOutput::Columns) {
-    p.left_columns = std::move(left_columns);
-    if (outputs_right_columns(o.how)) p.right_columns = std::move(right_columns);
-  }
+  Plan p{table::join_columns(left, right, o)};
   // Carrying needs what join() carries (one 4- or 8-byte payload per side) and the key it outputs as is
   // (one 4- or 8-byte key column). join() then brings the payloads its best way (late inside the
   // co-partitioned flow, with the gathers on the GPUs), so Auto carries wherever it can.
@@ -145,7 +96,6 @@ Plan plan_join(const TableView& left, const TableView& right, const TableJoinOpt
                          p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type) &&
                          carriable(p.left_columns) && carriable(p.right_columns);
   p.carry = can_carry && o.materialization != Materialization::Late;
-  check_output_names(p, o.how);
   // In place only where the flow moves every column of both tables (their key, and the carried payload):
   // other columns would stay behind and split the rows.
   const bool counts = o.how == JoinKind::Inner && o.output == TableOutput::Count;

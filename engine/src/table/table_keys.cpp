@@ -9,8 +9,52 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace mgjoin::table {
+namespace {
+
+constexpr const char* kLeft = "left table";
+constexpr const char* kRight = "right table";
+
+/// The payload columns one side outputs: those named (each must exist), or every non-key column.
+std::vector<NamedColumnView> chosen_columns(const TableView& table, const std::optional<std::vector<std::string>>& names,
+                                            const table::KeyColumns& key, const char* side, const char* field) {
+  std::vector<NamedColumnView> chosen;
+  if (names) {
+    for (const std::string& name : *names) {
+      const ColumnView* c = table.find(name);
+      MGJOIN_INPUT_EXPECTS(c != nullptr, std::string(side) + ": no column named '" + name + "' (" + field + ")");
+      MGJOIN_INPUT_EXPECTS(std::none_of(chosen.begin(), chosen.end(), [&](const auto& x) { return x.name == name; }),
+                           std::string(field) + " names '" + name + "' twice");
+      chosen.push_back({name, *c});
+    }
+    return chosen;
+  }
+  for (const NamedColumnView& c : table.columns)
+    if (std::find(key.names.begin(), key.names.end(), c.name) == key.names.end()) chosen.push_back(c);
+  return chosen;
+}
+
+/// Refuses a payload column whose output name is the validity column's ("r.valid"): the output would
+/// hold two columns of one name, and a file writer would keep one of them.
+void check_output_names(const JoinColumns& p, JoinKind how) {
+  const bool r_valid = how == JoinKind::RightOuter || how == JoinKind::FullOuter;
+  const bool s_valid = how == JoinKind::LeftOuter || how == JoinKind::FullOuter;
+  for (const auto& [columns, validity, side, field] :
+       {std::tuple{&p.left_columns, r_valid, kLeft, "TableJoinOptions::left_columns"},
+        std::tuple{&p.right_columns, s_valid, kRight, "TableJoinOptions::right_columns"}})
+    for (const NamedColumnView& c : *columns)
+      MGJOIN_INPUT_EXPECTS(!(validity && c.name == "valid"),
+                           std::string(side) + ": column 'valid' would be output under the name of the outer join's "
+                           "validity column; rename it or leave it out (" + field + ")");
+}
+
+}  // namespace
 
 int KeyColumns::bytes() const {
   int total = 0;
@@ -119,6 +163,24 @@ HostColumn row_ids(std::int64_t rows) {
       ids.as<std::uint64_t>()[r] = static_cast<std::uint64_t>(r);
   }
   return ids;
+}
+
+JoinColumns join_columns(const TableView& left, const TableView& right, const TableJoinOptions& o) {
+  check_table(left, kLeft);
+  check_table(right, kRight);
+  JoinColumns p;
+  p.left_key = key_columns(left, o.left_on, kLeft, "TableJoinOptions::left_on");
+  p.right_key = key_columns(right, o.right_on, kRight, "TableJoinOptions::right_on");
+  check_key_pair(p.left_key, p.right_key);
+  // Named columns are checked whatever the output, so that a typo fails the first run, not a later one.
+  auto left_columns = chosen_columns(left, o.left_columns, p.left_key, kLeft, "TableJoinOptions::left_columns");
+  auto right_columns = chosen_columns(right, o.right_columns, p.right_key, kRight, "TableJoinOptions::right_columns");
+  if (o.output == TableOutput::Columns) {
+    p.left_columns = std::move(left_columns);
+    if (outputs_right_columns(o.how)) p.right_columns = std::move(right_columns);
+  }
+  check_output_names(p, o.how);
+  return p;
 }
 
 }  // namespace mgjoin::table

@@ -30,6 +30,19 @@ KeyColumns key_columns(const TableView& table, const std::vector<std::string>& o
 /// 8 bytes together. @throw InputError naming the columns.
 void check_key_pair(const KeyColumns& left, const KeyColumns& right);
 
+/// What one join of `left` and `right` reads: the key columns of both sides and the payload columns each
+/// side outputs (none but for TableOutput::Columns; no right ones for semi and anti joins).
+struct JoinColumns {
+  KeyColumns left_key, right_key;
+  std::vector<NamedColumnView> left_columns, right_columns;
+};
+
+/// The columns a join of `left` and `right` under `o` reads, checked as join_tables() checks them: the
+/// tables (check_table), the keys (key_columns, check_key_pair), every named payload column whatever
+/// the output, and no payload named like an outer join's validity column.
+/// @throw InputError naming the table and column, or the option.
+JoinColumns join_columns(const TableView& left, const TableView& right, const TableJoinOptions& o);
+
 /// The sort key of every row: a copy of a single 4- or 8-byte key column (its own type), or the
 /// columns packed most significant first into a uint32 (up to 4 bytes) or uint64, each signed
 /// component with its sign bit flipped, so that the packed keys order like the key tuples and are equal

@@ -1,0 +1,110 @@
+#pragma once
+// The MPI steps of libmgjoin_dist's joins (private to dist/): a communicator's rank and size, the
+// agreement after each local step, gathers, the global key sample, and the exchange of rows by
+// destination. A local step that may fail on one rank runs inside agreed(), so that every rank learns of
+// a failure before the next collective; collectives run only between local steps (a rank that threw
+// inside one would leave the others waiting in it).
+#include <mgjoin/distributed.hpp>
+
+#include "engine/src/copart/partition_plan.hpp"
+#include "engine/src/copart/splitters.hpp"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace mgjoin::dist::detail {
+
+struct Comm {
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  explicit Comm(MPI_Comm c) : comm(c) {
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &size);
+  }
+};
+
+/// Runs the local `step` on every rank, then the ranks agree on whether it failed anywhere: if so every
+/// rank throws RankError with the message of the lowest rank that failed.
+template <class Step>
+auto agreed(const Comm& c, Step&& step) -> decltype(step()) {
+  std::optional<decltype(step())> value;
+  std::string error;
+  RankError::Kind kind = RankError::Kind::Error;
+  try {
+    value.emplace(step());
+  } catch (const std::exception& e) {
+    error = *e.what() ? e.what() : "failed";
+    if (dynamic_cast<const InputError*>(&e)) kind = RankError::Kind::Input;
+    if (dynamic_cast<const OutOfMemory*>(&e)) kind = RankError::Kind::OutOfMemory;
+    if (dynamic_cast<const Cancelled*>(&e)) kind = RankError::Kind::Cancelled;
+  } catch (...) {
+    error = "failed with an exception that is not a std::exception";
+  }
+  const int mine = error.empty() ? INT_MAX : c.rank;
+  int first = INT_MAX;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c.comm);
+  if (first == INT_MAX) return std::move(*value);
+  int head[2] = {c.rank == first ? static_cast<int>(error.size()) : 0, static_cast<int>(kind)};
+  MPI_Bcast(head, 2, MPI_INT, first, c.comm);
+  error.resize(static_cast<std::size_t>(head[0]));
+  MPI_Bcast(error.data(), head[0], MPI_CHAR, first, c.comm);
+  throw RankError(first, static_cast<RankError::Kind>(head[1]), error);
+}
+
+/// Every rank's value of `mine`, rank by rank.
+template <class T>
+std::vector<T> all_gather(const Comm& c, T mine) {
+  static_assert(sizeof(T) == 8);
+  std::vector<T> all(static_cast<std::size_t>(c.size));
+  MPI_Allgather(&mine, 1, std::is_signed_v<T> ? MPI_INT64_T : MPI_UINT64_T, all.data(), 1,
+                std::is_signed_v<T> ? MPI_INT64_T : MPI_UINT64_T, c.comm);
+  return all;
+}
+
+/// Rows of the ranks before this one, from every rank's row count.
+std::int64_t first_row(const Comm& c, const std::vector<std::int64_t>& rows);
+
+/// The key sample of one relation over all ranks: each rank samples in proportion to its rows (all of
+/// them while the relation has at most kSampleRows rows), so the gathered keys weigh the same.
+copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std::vector<std::int64_t>& rows);
+
+/// One column of rows bound for the ranks, destination by destination.
+struct Outbound {
+  std::vector<std::byte> bytes;
+  std::vector<int> rows;  ///< per destination rank
+};
+
+/// Lays out `column` (rows of `width` bytes) by destination: row i goes to each rank of dest[i].
+Outbound pack(const void* column, int width, const std::vector<copart::Destinations>& dest, int ranks);
+
+/// Where each row of `keys` goes under `plan` (rows numbered globally from `first_row`).
+std::vector<copart::Destinations> destinations_of(const copart::PartitionPlan& plan, copart::Side side,
+                                                  const ColumnView& keys, std::int64_t first_row);
+
+/// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
+/// one, rank by rank. The column is taken in an agreed step between the two collectives: a rank that
+/// cannot hold what it is sent fails there, not inside the exchange.
+HostColumn exchange(const Comm& c, const Outbound& out, DType type);
+
+/// This rank's place among the ranks of its node (collective).
+struct NodePlace {
+  int rank = 0, size = 1;
+};
+NodePlace node_place(const Comm& c);
+
+/// The local join's options: unless they name GPUs, each rank of a node takes its own share of the
+/// node's GPUs (one each by default: one rank per GPU), so that ranks on one node never share one.
+JoinOptions options_for_rank(const JoinOptions& options, NodePlace place);
+
+/// The ranks' counts added up (collective). @throw RankError on every rank when they reach 2^64.
+std::uint64_t total_count(const Comm& c, std::uint64_t mine);
+
+}  // namespace mgjoin::dist::detail

@@ -1,0 +1,180 @@
+// dist::join_tables (<mgjoin/distributed.hpp>): the table form of dist::join. Each rank checks its
+// slices as join_tables would, the ranks agree on their columns, sample the packed key, and send every
+// row's travelling columns (keys, chosen payloads, global row index for gather maps) to the rank owning
+// its key; each rank then runs join_tables on what it received, and gather maps are turned back into
+// row indices of the whole tables.
+#include <mgjoin/distributed.hpp>
+
+#include "dist/collectives.hpp"
+#include "engine/src/table/table_keys.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mgjoin::dist {
+namespace {
+
+using copart::Side;
+using namespace detail;
+
+/// Whether a hot key's rows of `split` may be spread over several ranks (the other side's rows then
+/// copied to each) for a join of kind `how`. A copied row is joined once per copy: fine for the pairs of
+/// an inner join, but a left outer, semi or anti join would output (or test) a copied left row once per
+/// rank, a right outer join a copied right row, and a full outer join either.
+bool may_split(JoinKind how, Side split) {
+  switch (how) {
+    case JoinKind::Inner: return true;
+    case JoinKind::LeftOuter:
+    case JoinKind::LeftSemi:
+    case JoinKind::LeftAnti: return split == Side::R;
+    case JoinKind::RightOuter: return split == Side::S;
+    case JoinKind::FullOuter: return false;
+  }
+  return false;
+}
+
+/// `plan` with only the hot keys that `how` may split; the others go whole to the rank owning their
+/// range, like any key.
+copart::PartitionPlan plan_for_kind(copart::PartitionPlan plan, JoinKind how) {
+  int kept = 0;
+  for (int h = 0; h < plan.hot_count; ++h)
+    if (may_split(how, plan.hot[h].split_side)) plan.hot[kept++] = plan.hot[h];
+  plan.hot_count = kept;
+  return plan;
+}
+
+/// The columns of one table that travel: its key columns, then each chosen payload column not already
+/// among them.
+std::vector<NamedColumnView> travelling(const table::KeyColumns& key, const std::vector<NamedColumnView>& payloads) {
+  std::vector<NamedColumnView> out;
+  for (std::size_t i = 0; i < key.columns.size(); ++i) out.push_back({key.names[i], key.columns[i]});
+  for (const NamedColumnView& c : payloads)
+    if (std::none_of(out.begin(), out.end(), [&](const NamedColumnView& x) { return x.name == c.name; })) out.push_back(c);
+  return out;
+}
+
+/// "name:type,..." of both tables' travelling columns: what every rank must agree on.
+std::string layout_of(const std::vector<NamedColumnView>& left, const std::vector<NamedColumnView>& right) {
+  std::string s;
+  for (const auto* side : {&left, &right}) {
+    for (const NamedColumnView& c : *side) s += c.name + ":" + std::string(dtype_name(c.column.type)) + ",";
+    s += "|";
+  }
+  return s;
+}
+
+/// Rank 0's `mine` on every rank (collective).
+std::string broadcast_from_root(const Comm& c, std::string mine) {
+  int size = static_cast<int>(mine.size());
+  MPI_Bcast(&size, 1, MPI_INT, 0, c.comm);
+  mine.resize(static_cast<std::size_t>(size));
+  MPI_Bcast(mine.data(), size, MPI_CHAR, 0, c.comm);
+  return mine;
+}
+
+/// What a rank received of one table: its travelling columns, and (for gather maps) each row's index in
+/// the whole table.
+struct Received {
+  std::vector<NamedColumn> columns;
+  HostColumn rows;
+  TableView view() const {
+    TableView t;
+    for (const NamedColumn& c : columns) t.columns.push_back({c.name, c.column.view()});
+    return t;
+  }
+};
+
+/// Sends this rank's rows of one table to the ranks owning their keys (`sort_key`, one per row);
+/// returns what this rank owns.
+Received shuffle_table(const Comm& c, const std::vector<NamedColumnView>& columns, const ColumnView& sort_key,
+                       Side side, const copart::PartitionPlan& plan, std::int64_t first, bool row_indices) {
+  const std::vector<copart::Destinations> dest = agreed(c, [&] { return destinations_of(plan, side, sort_key, first); });
+  Received here;
+  for (const NamedColumnView& col : columns) {
+    const Outbound out = agreed(c, [&] {
+      return pack(col.column.data, static_cast<int>(dtype_size(col.column.type)), dest, c.size);
+    });
+    here.columns.push_back({col.name, exchange(c, out, col.column.type)});
+  }
+  if (row_indices) {
+    const Outbound out = agreed(c, [&] {
+      std::vector<std::int64_t> rows(dest.size());
+      std::iota(rows.begin(), rows.end(), first);
+      return pack(rows.data(), 8, dest, c.size);
+    });
+    here.rows = exchange(c, out, DType::Int64);
+  }
+  return here;
+}
+
+/// Turns a local gather map (rows of what this rank received; -1 for a missing side) into rows of the
+/// whole table.
+void to_global_rows(HostColumn& map, const HostColumn& global) {
+  auto* m = map.as<std::int64_t>();
+  const auto* g = global.as<std::int64_t>();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < map.size(); ++i)
+    if (m[i] >= 0) m[i] = g[m[i]];
+}
+
+}  // namespace
+
+DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options,
+                                   MPI_Comm comm) {
+  const Comm c(comm);
+  const table::JoinColumns cols = agreed(c, [&] {
+    MGJOIN_INPUT_EXPECTS(c.size <= kMaxRanks, "a distributed join spans at most " + std::to_string(kMaxRanks) +
+                                                  " ranks, not " + std::to_string(c.size));
+    return table::join_columns(left, right, options);
+  });
+  const std::vector<NamedColumnView> left_travel = travelling(cols.left_key, cols.left_columns);
+  const std::vector<NamedColumnView> right_travel = travelling(cols.right_key, cols.right_columns);
+  // Every rank's slices must have the same travelling columns: the first rank that differs from rank 0 is named.
+  const std::string layout = layout_of(left_travel, right_travel);
+  const std::string root = broadcast_from_root(c, layout);
+  agreed(c, [&] {
+    MGJOIN_INPUT_EXPECTS(layout == root, "its tables' key or payload columns (names or types) differ from rank 0's");
+    return 0;
+  });
+
+  const auto [left_key, right_key] = agreed(c, [&] {
+    return std::pair{table::sort_key(cols.left_key, left.rows()), table::sort_key(cols.right_key, right.rows())};
+  });
+  const std::vector<std::int64_t> left_rows = all_gather(c, left.rows()), right_rows = all_gather(c, right.rows());
+  const copart::KeySample left_sample = global_sample(c, left_key.view(), left_rows);
+  const copart::KeySample right_sample = global_sample(c, right_key.view(), right_rows);
+  const copart::PartitionPlan plan =
+      agreed(c, [&] { return plan_for_kind(copart::choose_plan(left_sample, right_sample, c.size), options.how); });
+
+  const bool maps = options.output == TableOutput::GatherMaps;
+  Received left_here = shuffle_table(c, left_travel, left_key.view(), Side::R, plan, first_row(c, left_rows), maps);
+  Received right_here = shuffle_table(c, right_travel, right_key.view(), Side::S, plan, first_row(c, right_rows),
+                                      maps && outputs_right_columns(options.how));
+
+  DistributedTableResult result;
+  result.ranks = c.size;
+  result.left_received = left_here.columns.front().column.size();
+  result.right_received = right_here.columns.front().column.size();
+  const NodePlace place = node_place(c);
+  result.local = agreed(c, [&] {
+    TableJoinOptions local = options;
+    local.join = options_for_rank(options.join, place);
+    local.may_reorder_inputs = true;  // the received columns are this call's own
+    // Chosen columns travel only where they are output; join_tables checked them on the caller's tables.
+    if (options.output != TableOutput::Columns) local.left_columns.reset();
+    if (options.output != TableOutput::Columns || !outputs_right_columns(options.how)) local.right_columns.reset();
+    TableJoinResult res = mgjoin::join_tables(left_here.view(), right_here.view(), local);
+    if (maps) {
+      to_global_rows(res.left_rows, left_here.rows);
+      if (outputs_right_columns(options.how)) to_global_rows(res.right_rows, right_here.rows);
+    }
+    return res;
+  });
+  result.count = total_count(c, result.local.count);
+  return result;
+}
+
+}  // namespace mgjoin::dist
