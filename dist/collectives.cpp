@@ -5,6 +5,8 @@
 #include "core/device.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -39,22 +41,17 @@ copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std
 /// Lays out `column` (rows of `width` bytes) by destination: row i goes to each rank of dest[i].
 Outbound pack(const void* column, int width, const std::vector<copart::Destinations>& dest, int ranks) {
   Outbound out;
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(ranks), 0);
+  out.rows.assign(static_cast<std::size_t>(ranks), 0);
   for (const auto& d : dest)
-    for (int k = 0; k < d.count; ++k) ++rows[static_cast<std::size_t>(d.first + k)];
-  // MPI counts and displacements are ints.
-  const std::int64_t sent = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
-  MGJOIN_INPUT_EXPECTS(sent <= INT_MAX, "this rank sends " + std::to_string(sent) +
-                                            " rows, more than one MPI exchange holds (2^31 - 1): use more ranks");
+    for (int k = 0; k < d.count; ++k) ++out.rows[static_cast<std::size_t>(d.first + k)];
   std::vector<std::int64_t> next(static_cast<std::size_t>(ranks), 0);
-  std::exclusive_scan(rows.begin(), rows.end(), next.begin(), std::int64_t{0});
-  out.bytes.resize(static_cast<std::size_t>(std::accumulate(rows.begin(), rows.end(), std::int64_t{0})) * width);
+  std::exclusive_scan(out.rows.begin(), out.rows.end(), next.begin(), std::int64_t{0});
+  out.bytes.resize(static_cast<std::size_t>(std::accumulate(out.rows.begin(), out.rows.end(), std::int64_t{0})) * width);
   const auto* in = static_cast<const std::byte*>(column);
   for (std::size_t i = 0; i < dest.size(); ++i)
     for (int k = 0; k < dest[i].count; ++k)
       std::memcpy(out.bytes.data() + next[static_cast<std::size_t>(dest[i].first + k)]++ * width, in + i * width,
                   static_cast<std::size_t>(width));
-  out.rows.assign(rows.begin(), rows.end());
   return out;
 }
 
@@ -67,28 +64,86 @@ std::vector<copart::Destinations> destinations_of(const copart::PartitionPlan& p
   return dest;
 }
 
-/// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
-/// one, rank by rank. The column is taken in an agreed step between the two collectives: a rank that
-/// cannot hold what it is sent fails there, not inside the exchange.
+namespace {
+
+/// MPI's datatype of one row of `width` bytes, freed with the object.
+class RowType {
+ public:
+  explicit RowType(int width) {
+    MPI_Type_contiguous(width, MPI_BYTE, &type_);
+    MPI_Type_commit(&type_);
+  }
+  ~RowType() { MPI_Type_free(&type_); }
+  RowType(const RowType&) = delete;
+  RowType& operator=(const RowType&) = delete;
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_;
+};
+
+std::vector<int> as_ints(const std::vector<std::int64_t>& v) { return {v.begin(), v.end()}; }
+
+/// Rows that one round of a large exchange moves between two ranks at most: rounds stage through
+/// buffers of 64 MiB each way. MGJOIN_TEST_MPI_ROUND_ROWS (a test hook) makes every exchange go in rounds
+/// of that many rows.
+std::int64_t round_rows(int ranks, int width) {
+  if (const char* test = std::getenv("MGJOIN_TEST_MPI_ROUND_ROWS")) return std::max<std::int64_t>(1, std::atoll(test));
+  return std::max<std::int64_t>(1, (std::int64_t{64} << 20) / (std::int64_t{width} * ranks));
+}
+
+/// The exchange in rounds: each round, every pair of ranks moves at most `q` rows through staging
+/// buffers of q rows per peer, so that MPI's int counts and displacements stay small however many rows
+/// there are in all.
+void exchange_in_rounds(const Comm& c, const Outbound& out, const std::vector<std::int64_t>& in_rows,
+                        const std::vector<std::int64_t>& send_at, const std::vector<std::int64_t>& recv_at, int width,
+                        std::int64_t q, HostColumn& in) {
+  std::int64_t longest = 0;
+  for (int d = 0; d < c.size; ++d)
+    longest = std::max({longest, out.rows[static_cast<std::size_t>(d)], in_rows[static_cast<std::size_t>(d)]});
+  MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_INT64_T, MPI_MAX, c.comm);
+  const std::size_t peers = static_cast<std::size_t>(c.size), slot = static_cast<std::size_t>(q * width);
+  std::vector<std::byte> send(peers * slot), recv(peers * slot);
+  std::vector<int> send_rows(peers), recv_rows(peers), at(peers);
+  for (std::size_t d = 0; d < peers; ++d) at[d] = static_cast<int>(d * static_cast<std::size_t>(q));
+  const RowType row(width);
+  for (std::int64_t first = 0; first < longest; first += q) {
+    for (std::size_t d = 0; d < peers; ++d) {
+      send_rows[d] = static_cast<int>(std::clamp<std::int64_t>(out.rows[d] - first, 0, q));
+      std::memcpy(send.data() + d * slot, out.bytes.data() + (send_at[d] + first) * width,
+                  static_cast<std::size_t>(send_rows[d]) * width);
+      recv_rows[d] = static_cast<int>(std::clamp<std::int64_t>(in_rows[d] - first, 0, q));
+    }
+    MPI_Alltoallv(send.data(), send_rows.data(), at.data(), row.get(), recv.data(), recv_rows.data(), at.data(),
+                  row.get(), c.comm);
+    for (std::size_t s = 0; s < peers; ++s)
+      std::memcpy(static_cast<std::byte*>(in.data()) + (recv_at[s] + first) * width, recv.data() + s * slot,
+                  static_cast<std::size_t>(recv_rows[s]) * width);
+  }
+}
+
+}  // namespace
+
 HostColumn exchange(const Comm& c, const Outbound& out, DType type) {
   const int width = static_cast<int>(dtype_size(type));
-  std::vector<int> in_rows(static_cast<std::size_t>(c.size));
-  MPI_Alltoall(out.rows.data(), 1, MPI_INT, in_rows.data(), 1, MPI_INT, c.comm);
+  std::vector<std::int64_t> in_rows(static_cast<std::size_t>(c.size));
+  MPI_Alltoall(out.rows.data(), 1, MPI_INT64_T, in_rows.data(), 1, MPI_INT64_T, c.comm);
   HostColumn in = agreed(c, [&] {
-    const std::int64_t total = std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0});
-    MGJOIN_INPUT_EXPECTS(total <= INT_MAX, "this rank receives " + std::to_string(total) +
-                                               " rows, more than one MPI exchange holds (2^31 - 1): use more ranks");
-    return HostColumn::allocate(type, total);
+    return HostColumn::allocate(type, std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0}));
   });
-  std::vector<int> send_at(out.rows.size()), recv_at(in_rows.size());
-  std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), 0);
-  std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), 0);
-  MPI_Datatype row;
-  MPI_Type_contiguous(width, MPI_BYTE, &row);
-  MPI_Type_commit(&row);
-  MPI_Alltoallv(out.bytes.data(), out.rows.data(), send_at.data(), row, in.data(), in_rows.data(), recv_at.data(), row,
-                c.comm);
-  MPI_Type_free(&row);
+  std::vector<std::int64_t> send_at(out.rows.size()), recv_at(in_rows.size());
+  std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), std::int64_t{0});
+  std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), std::int64_t{0});
+  // One MPI_Alltoallv where every rank's counts and displacements fit its ints; rounds otherwise.
+  std::int64_t most = std::max(send_at.back() + out.rows.back(), recv_at.back() + in_rows.back());
+  MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, c.comm);
+  if (most > INT_MAX || std::getenv("MGJOIN_TEST_MPI_ROUND_ROWS")) {
+    exchange_in_rounds(c, out, in_rows, send_at, recv_at, width, round_rows(c.size, width), in);
+    return in;
+  }
+  const RowType row(width);
+  MPI_Alltoallv(out.bytes.data(), as_ints(out.rows).data(), as_ints(send_at).data(), row.get(), in.data(),
+                as_ints(in_rows).data(), as_ints(recv_at).data(), row.get(), c.comm);
   return in;
 }
 

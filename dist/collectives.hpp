@@ -79,7 +79,7 @@ copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std
 /// One column of rows bound for the ranks, destination by destination.
 struct Outbound {
   std::vector<std::byte> bytes;
-  std::vector<int> rows;  ///< per destination rank
+  std::vector<std::int64_t> rows;  ///< per destination rank
 };
 
 /// Lays out `column` (rows of `width` bytes) by destination: row i goes to each rank of dest[i].
@@ -91,7 +91,8 @@ std::vector<copart::Destinations> destinations_of(const copart::PartitionPlan& p
 
 /// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
 /// one, rank by rank. The column is taken in an agreed step between the two collectives: a rank that
-/// cannot hold what it is sent fails there, not inside the exchange.
+/// cannot hold what it is sent fails there, not inside the exchange. Any number of rows: where a rank's
+/// rows outgrow MPI's int counts, the exchange goes in rounds of at most 64 MiB per rank.
 HostColumn exchange(const Comm& c, const Outbound& out, DType type);
 
 /// This rank's place among the ranks of its node (collective).
