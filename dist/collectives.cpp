@@ -110,15 +110,17 @@ void exchange_in_rounds(const Comm& c, const Outbound& out, const std::vector<st
   for (std::int64_t first = 0; first < longest; first += q) {
     for (std::size_t d = 0; d < peers; ++d) {
       send_rows[d] = static_cast<int>(std::clamp<std::int64_t>(out.rows[d] - first, 0, q));
-      std::memcpy(send.data() + d * slot, out.bytes.data() + (send_at[d] + first) * width,
-                  static_cast<std::size_t>(send_rows[d]) * width);
+      if (send_rows[d] > 0)  // (no pointer past a peer's rows)
+        std::memcpy(send.data() + d * slot, out.bytes.data() + (send_at[d] + first) * width,
+                    static_cast<std::size_t>(send_rows[d]) * width);
       recv_rows[d] = static_cast<int>(std::clamp<std::int64_t>(in_rows[d] - first, 0, q));
     }
     MPI_Alltoallv(send.data(), send_rows.data(), at.data(), row.get(), recv.data(), recv_rows.data(), at.data(),
                   row.get(), c.comm);
     for (std::size_t s = 0; s < peers; ++s)
-      std::memcpy(static_cast<std::byte*>(in.data()) + (recv_at[s] + first) * width, recv.data() + s * slot,
-                  static_cast<std::size_t>(recv_rows[s]) * width);
+      if (recv_rows[s] > 0)
+        std::memcpy(static_cast<std::byte*>(in.data()) + (recv_at[s] + first) * width, recv.data() + s * slot,
+                    static_cast<std::size_t>(recv_rows[s]) * width);
   }
 }
 
