@@ -16,8 +16,6 @@ std::int64_t first_row(const Comm& c, const std::vector<std::int64_t>& rows) {
   return std::accumulate(rows.begin(), rows.begin() + c.rank, std::int64_t{0});
 }
 
-/// The key sample of one relation over all ranks: each rank samples in proportion to its rows (all of
-/// them while the relation has at most kSampleRows rows), so the gathered keys weigh the same.
 copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std::vector<std::int64_t>& rows) {
   const std::int64_t total = std::accumulate(rows.begin(), rows.end(), std::int64_t{0});
   const copart::KeySample mine = agreed(c, [&] {
@@ -38,7 +36,6 @@ copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std
   return all;
 }
 
-/// Lays out `column` (rows of `width` bytes) by destination: row i goes to each rank of dest[i].
 Outbound pack(const void* column, int width, const std::vector<copart::Destinations>& dest, int ranks) {
   Outbound out;
   out.rows.assign(static_cast<std::size_t>(ranks), 0);
@@ -84,11 +81,15 @@ class RowType {
 
 std::vector<int> as_ints(const std::vector<std::int64_t>& v) { return {v.begin(), v.end()}; }
 
+/// Test hook: MGJOIN_TEST_MPI_ROUND_ROWS=N makes every exchange go in rounds of N rows (0: unset).
+std::int64_t test_round_rows() {
+  const char* test = std::getenv("MGJOIN_TEST_MPI_ROUND_ROWS");
+  return test ? std::max<std::int64_t>(1, std::atoll(test)) : 0;
+}
+
 /// Rows that one round of a large exchange moves between two ranks at most: rounds stage through
-/// buffers of 64 MiB each way. MGJOIN_TEST_MPI_ROUND_ROWS (a test hook) makes every exchange go in rounds
-/// of that many rows.
+/// buffers of 64 MiB each way.
 std::int64_t round_rows(int ranks, int width) {
-  if (const char* test = std::getenv("MGJOIN_TEST_MPI_ROUND_ROWS")) return std::max<std::int64_t>(1, std::atoll(test));
   return std::max<std::int64_t>(1, (std::int64_t{64} << 20) / (std::int64_t{width} * ranks));
 }
 
@@ -139,14 +140,36 @@ HostColumn exchange(const Comm& c, const Outbound& out, DType type) {
   // One MPI_Alltoallv where every rank's counts and displacements fit its ints; rounds otherwise.
   std::int64_t most = std::max(send_at.back() + out.rows.back(), recv_at.back() + in_rows.back());
   MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, c.comm);
-  if (most > INT_MAX || std::getenv("MGJOIN_TEST_MPI_ROUND_ROWS")) {
-    exchange_in_rounds(c, out, in_rows, send_at, recv_at, width, round_rows(c.size, width), in);
+  if (const std::int64_t forced = test_round_rows(); most > INT_MAX || forced > 0) {
+    exchange_in_rounds(c, out, in_rows, send_at, recv_at, width, forced > 0 ? forced : round_rows(c.size, width), in);
     return in;
   }
   const RowType row(width);
   MPI_Alltoallv(out.bytes.data(), as_ints(out.rows).data(), as_ints(send_at).data(), row.get(), in.data(),
                 as_ints(in_rows).data(), as_ints(recv_at).data(), row.get(), c.comm);
   return in;
+}
+
+void check_rank_count(const Comm& c) {
+  MGJOIN_INPUT_EXPECTS(c.size <= kMaxRanks, "a distributed join spans at most " + std::to_string(kMaxRanks) +
+                                                " ranks, not " + std::to_string(c.size));
+}
+
+void expect_layout_of_root(const Comm& c, const std::string& layout, const std::string& message) {
+  std::string root = layout;
+  int size = static_cast<int>(root.size());
+  MPI_Bcast(&size, 1, MPI_INT, 0, c.comm);
+  root.resize(static_cast<std::size_t>(size));
+  MPI_Bcast(root.data(), size, MPI_CHAR, 0, c.comm);
+  agreed(c, [&] {
+    MGJOIN_INPUT_EXPECTS(layout == root, message);
+    return 0;
+  });
+}
+
+HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::vector<copart::Destinations>& dest) {
+  const Outbound out = agreed(c, [&] { return pack(column.data, static_cast<int>(dtype_size(column.type)), dest, c.size); });
+  return exchange(c, out, column.type);
 }
 
 NodePlace node_place(const Comm& c) {
@@ -157,8 +180,6 @@ NodePlace node_place(const Comm& c) {
   return {on_node.rank, on_node.size};
 }
 
-/// The local join's options: unless they name GPUs, each rank of a node takes its own share of the
-/// node's GPUs (one each by default: one rank per GPU), so that ranks on one node never share one.
 JoinOptions options_for_rank(const JoinOptions& options, NodePlace place) {
   JoinOptions local = options;
   const int devices = gpu::device_count();

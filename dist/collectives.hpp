@@ -89,11 +89,22 @@ Outbound pack(const void* column, int width, const std::vector<copart::Destinati
 std::vector<copart::Destinations> destinations_of(const copart::PartitionPlan& plan, copart::Side side,
                                                   const ColumnView& keys, std::int64_t first_row);
 
+/// Throws InputError where the communicator has more ranks than a join spans (kMaxRanks).
+void check_rank_count(const Comm& c);
+
+/// Checks that this rank's `layout` (what its slices hold: column names and types) equals rank 0's
+/// (collective). @throw RankError on every rank, naming the first rank whose layout differs, with `message`.
+void expect_layout_of_root(const Comm& c, const std::string& layout, const std::string& message);
+
 /// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
 /// one, rank by rank. The column is taken in an agreed step between the two collectives: a rank that
 /// cannot hold what it is sent fails there, not inside the exchange. Any number of rows: where a rank's
 /// rows outgrow MPI's int counts, the exchange goes in rounds of at most 64 MiB per rank.
 HostColumn exchange(const Comm& c, const Outbound& out, DType type);
+
+/// Sends each row of `column` to the ranks of its `dest` entry (an agreed pack, then exchange) and
+/// returns the rows every rank sent this one, rank by rank (collective).
+HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::vector<copart::Destinations>& dest);
 
 /// This rank's place among the ranks of its node (collective).
 struct NodePlace {

@@ -6,7 +6,8 @@
 
 #include <mgjoin/engine.hpp>
 
-#include <array>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,25 +17,18 @@ namespace {
 using copart::Side;
 using namespace detail;
 static_assert(kMaxRanks == copart::kMaxGpus, "ranks are the destinations of the co-partitioned plan");
-/// What every rank's slices must agree on: key type, and each side's payload type (-1: none).
-std::array<int, 3> layout_of(const RelationView& r, const RelationView& s) {
-  return {static_cast<int>(r.key.type), r.payload ? static_cast<int>(r.payload->type) : -1,
-          s.payload ? static_cast<int>(s.payload->type) : -1};
+/// What every rank's slices must agree on: the key's type, and each side's payload type or none.
+std::string layout_of(const RelationView& r, const RelationView& s) {
+  const auto type = [](const std::optional<MutableColumnView>& p) { return p ? std::string(dtype_name(p->type)) : "none"; };
+  return std::string(dtype_name(r.key.type)) + "," + type(r.payload) + "," + type(s.payload);
 }
 
 /// Sends this rank's slice of one relation to the ranks owning its keys; returns what this rank owns.
 Relation shuffle(const Comm& c, const RelationView& rel, Side side, const copart::PartitionPlan& plan, std::int64_t first_row) {
-  const int key_width = static_cast<int>(dtype_size(rel.key.type));
-  const int payload_width = rel.payload ? static_cast<int>(dtype_size(rel.payload->type)) : 0;
-  auto [keys, payloads] = agreed(c, [&] {
-    const std::vector<copart::Destinations> dest = destinations_of(plan, side, rel.key, first_row);
-    std::pair<Outbound, Outbound> out{pack(rel.key.data, key_width, dest, c.size), {}};
-    if (rel.payload) out.second = pack(rel.payload->data, payload_width, dest, c.size);
-    return out;
-  });
+  const std::vector<copart::Destinations> dest = agreed(c, [&] { return destinations_of(plan, side, rel.key, first_row); });
   Relation here;
-  here.key = exchange(c, keys, rel.key.type);
-  if (rel.payload) here.payload = exchange(c, payloads, rel.payload->type);  // every rank or none (layouts agreed)
+  here.key = send_to_owners(c, rel.key, dest);
+  if (rel.payload) here.payload = send_to_owners(c, *rel.payload, dest);  // every rank or none (layouts agreed)
   return here;
 }
 
@@ -50,20 +44,14 @@ void agree(MPI_Comm comm, const std::function<void()>& step) {
 DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm) {
   const Comm c(comm);
   agreed(c, [&] {
-    MGJOIN_INPUT_EXPECTS(c.size <= kMaxRanks, "a distributed join spans at most " + std::to_string(kMaxRanks) + " ranks, not " +
-                                                  std::to_string(c.size));
+    check_rank_count(c);
     MGJOIN_INPUT_EXPECTS(options.output == OutputMode::Count || options.output == OutputMode::Materialize,
                          "JoinOptions::output: a distributed join counts or materializes (ranges index one process's inputs)");
     validate_relations(r, s);
     return 0;
   });
   // Every rank's slices must have the same types: the first rank that differs from rank 0 is named.
-  std::array<int, 3> layout = layout_of(r, s), root = layout;
-  MPI_Bcast(root.data(), 3, MPI_INT, 0, comm);
-  agreed(c, [&] {
-    MGJOIN_INPUT_EXPECTS(layout == root, "its slices' key or payload types differ from rank 0's");
-    return 0;
-  });
+  expect_layout_of_root(c, layout_of(r, s), "its slices' key or payload types differ from rank 0's");
 
   const std::vector<std::int64_t> r_rows = all_gather(c, r.size()), s_rows = all_gather(c, s.size());
   const copart::KeySample r_sample = global_sample(c, r.key, r_rows), s_sample = global_sample(c, s.key, s_rows);

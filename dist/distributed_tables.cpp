@@ -66,15 +66,6 @@ std::string layout_of(const std::vector<NamedColumnView>& left, const std::vecto
   return s;
 }
 
-/// Rank 0's `mine` on every rank (collective).
-std::string broadcast_from_root(const Comm& c, std::string mine) {
-  int size = static_cast<int>(mine.size());
-  MPI_Bcast(&size, 1, MPI_INT, 0, c.comm);
-  mine.resize(static_cast<std::size_t>(size));
-  MPI_Bcast(mine.data(), size, MPI_CHAR, 0, c.comm);
-  return mine;
-}
-
 /// What a rank received of one table: its travelling columns, and (for gather maps) each row's index in
 /// the whole table.
 struct Received {
@@ -93,19 +84,11 @@ Received shuffle_table(const Comm& c, const std::vector<NamedColumnView>& column
                        Side side, const copart::PartitionPlan& plan, std::int64_t first, bool row_indices) {
   const std::vector<copart::Destinations> dest = agreed(c, [&] { return destinations_of(plan, side, sort_key, first); });
   Received here;
-  for (const NamedColumnView& col : columns) {
-    const Outbound out = agreed(c, [&] {
-      return pack(col.column.data, static_cast<int>(dtype_size(col.column.type)), dest, c.size);
-    });
-    here.columns.push_back({col.name, exchange(c, out, col.column.type)});
-  }
+  for (const NamedColumnView& col : columns) here.columns.push_back({col.name, send_to_owners(c, col.column, dest)});
   if (row_indices) {
-    const Outbound out = agreed(c, [&] {
-      std::vector<std::int64_t> rows(dest.size());
-      std::iota(rows.begin(), rows.end(), first);
-      return pack(rows.data(), 8, dest, c.size);
-    });
-    here.rows = exchange(c, out, DType::Int64);
+    std::vector<std::int64_t> rows(dest.size());
+    std::iota(rows.begin(), rows.end(), first);
+    here.rows = send_to_owners(c, {rows.data(), static_cast<std::int64_t>(rows.size()), DType::Int64}, dest);
   }
   return here;
 }
@@ -126,19 +109,14 @@ DistributedTableResult join_tables(const TableView& left, const TableView& right
                                    MPI_Comm comm) {
   const Comm c(comm);
   const table::JoinColumns cols = agreed(c, [&] {
-    MGJOIN_INPUT_EXPECTS(c.size <= kMaxRanks, "a distributed join spans at most " + std::to_string(kMaxRanks) +
-                                                  " ranks, not " + std::to_string(c.size));
+    check_rank_count(c);
     return table::join_columns(left, right, options);
   });
   const std::vector<NamedColumnView> left_travel = travelling(cols.left_key, cols.left_columns);
   const std::vector<NamedColumnView> right_travel = travelling(cols.right_key, cols.right_columns);
   // Every rank's slices must have the same travelling columns: the first rank that differs from rank 0 is named.
-  const std::string layout = layout_of(left_travel, right_travel);
-  const std::string root = broadcast_from_root(c, layout);
-  agreed(c, [&] {
-    MGJOIN_INPUT_EXPECTS(layout == root, "its tables' key or payload columns (names or types) differ from rank 0's");
-    return 0;
-  });
+  expect_layout_of_root(c, layout_of(left_travel, right_travel),
+                        "its tables' key or payload columns (names or types) differ from rank 0's");
 
   const auto [left_key, right_key] = agreed(c, [&] {
     return std::pair{table::sort_key(cols.left_key, left.rows()), table::sort_key(cols.right_key, right.rows())};

@@ -369,6 +369,8 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   const bool payloads = form == TableOutput::Columns;
   q.left = rank_columns(r_src, payloads, "--r-dir");
   q.right = rank_columns(s_src, payloads && outputs_right_columns(q.options.how), "--s-dir");
+  q.left_rows = r_src.columns.front().info.size;  // every column's, checked by resolve_inputs
+  q.right_rows = s_src.columns.front().info.size;
   q.out_dir = a.out_dir;
   q.json = a.json;
   return q;

@@ -66,15 +66,14 @@ class MpiSession {
   bool owned_ = false;
 };
 
-/// This rank's slice of one table: rows [n·rank/ranks, n·(rank + 1)/ranks) of each of its column files
-/// (which have n rows each: checked before).
+/// This rank's slice of one table: rows [n·rank/ranks, n·(rank + 1)/ranks) of each of its column files,
+/// which have n rows each.
 struct Slice {
   std::vector<HostColumn> columns;
   TableView view;
 };
-Slice read_slice(const std::vector<RankColumn>& columns, int rank, int ranks) {
+Slice read_slice(const std::vector<RankColumn>& columns, std::int64_t n, int rank, int ranks) {
   Slice s;
-  const std::int64_t n = columns.empty() ? 0 : inspect_column_file(columns.front().path, columns.front().raw_type).size;
   const std::int64_t first = n * rank / ranks, last = n * (rank + 1) / ranks;
   s.columns.reserve(columns.size());
   for (const RankColumn& c : columns) {
@@ -126,8 +125,8 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
         prepare_output_directory(out_dir, "--out-dir");
         fs::remove(out_dir / "manifest.json");  // the manifest marks committed parts: a new one comes last
       }
-      r = read_slice(q.left, rank, ranks);
-      s = read_slice(q.right, rank, ranks);
+      r = read_slice(q.left, q.left_rows, rank, ranks);
+      s = read_slice(q.right, q.right_rows, rank, ranks);
     });
     test_kill_point(rank, "read");
     const dist::DistributedTableResult result = dist::join_tables(r.view, s.view, q.options, MPI_COMM_WORLD);

@@ -28,6 +28,7 @@ struct RankColumn {
 /// What one `mgjoin join` across ranks asks for (checked: the files' headers agree in length and types).
 struct RankJoinRequest {
   std::vector<RankColumn> left, right;  ///< the columns the join reads: keys, then chosen payloads
+  std::int64_t left_rows = 0, right_rows = 0;  ///< rows of every column file of each side
   TableJoinOptions options;             ///< kind, output form, keys, chosen columns and the engine flags
   std::string out_dir;                  ///< empty: count only
   bool json = false;
