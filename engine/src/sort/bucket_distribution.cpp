@@ -98,25 +98,32 @@ BucketDistribution distribute_buckets(std::span<const Bucket> buckets, int key_b
   BucketDistribution out;
   out.boundaries.assign(gpus + 1, 0);
   out.boundaries[gpus] = n;
+  // The lowest rank boundary j-1 can end on: its value, or for a bucket still to be refined, the lowest
+  // edge it may land on once refined. Judging boundary j against that keeps an edge chosen now valid
+  // after the refinement moves boundary j-1, instead of it spanning in turn one round later.
+  std::int64_t previous = 0;
   for (int j = 1; j < gpus; ++j) {
     const std::int64_t target = even_part(n, gpus, j).begin;
-    const std::int64_t previous = out.boundaries[j - 1];
     // The bucket holding rank `target` (the last one whose start is <= target).
     const auto it = std::upper_bound(starts.begin(), starts.end() - 1, target);
     const auto l = static_cast<std::size_t>(it - starts.begin()) - 1;
     if (l >= buckets.size() || starts[l] == target) {  // target is an edge (or the end)
-      out.boundaries[j] = std::max(target, previous);
+      out.boundaries[j] = previous = std::max(target, previous);
       continue;
     }
     const auto edge = nearest_valid_edge(starts[l], starts[l + 1], target, previous, cap, room);
     if (edge.found) {
-      out.boundaries[j] = edge.rank;
+      out.boundaries[j] = previous = edge.rank;
       continue;
     }
     // A spanning bucket: a single key may be cut anywhere, otherwise refine it on the next bits.
     out.boundaries[j] = std::max(target, previous);
-    if (!buckets[l].single_key(key_bits) && (out.spanning.empty() || out.spanning.back() != l))
-      out.spanning.push_back(l);
+    if (buckets[l].single_key(key_bits)) {
+      previous = out.boundaries[j];
+      continue;
+    }
+    if (out.spanning.empty() || out.spanning.back() != l) out.spanning.push_back(l);
+    previous = std::max(previous, target - room);
   }
   return out;
 }
