@@ -207,6 +207,24 @@ TEST(BucketDistribution, BucketFarFromTheEdgeSpans) {
   EXPECT_EQ(dist.spanning, (std::vector<std::size_t>{1}));
 }
 
+TEST(BucketDistribution, ABoundaryAfterASpanningBucketAllowsForItsRefinement) {
+  // Four GPUs, 100'003 tuples, chunk 25'001: the even splits are 25'001, 50'002 and 75'003, and a GPU
+  // holds at most 25'001 + 125. The bucket at 50'002 spans ([49'800, 50'300)); once refined, boundary 2
+  // may land as low as 49'877, and then the edge at 75'127 (124 past the split, valid from 50'002) would
+  // give GPU 2 25'250 tuples. So the bucket at 75'003 is refined in the same round, not one round later
+  // (found by CI: MGJOIN_TEST_SEED=637384991 needed two rounds for uniform keys).
+  std::vector<Histogram> h(4, Histogram{});
+  const std::int64_t ends[] = {25'001, 49'800, 50'300, 74'700, 75'127, 100'003};
+  std::int64_t begin = 0;
+  for (int b = 0; b < 6; ++b) {
+    h[0][b] = ends[b] - begin;
+    begin = ends[b];
+  }
+  const auto buckets = top_level_buckets(h);
+  const auto dist = distribute_buckets(buckets, 64, 4, 25'001, kEpsilon);
+  EXPECT_EQ(dist.spanning, (std::vector<std::size_t>{2, 4}));
+}
+
 TEST(BucketFusing, SmallNeighboursFuseBelowGammaAndLargeBucketsStandAlone) {
   // One GPU, chunk 100'000 (γ·chunk = 1000): 20 buckets of 100, then one of 50'000, then 49 of 1000.
   std::vector<Histogram> h(1, Histogram{});
