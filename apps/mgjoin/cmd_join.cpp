@@ -36,7 +36,7 @@ struct JoinArgs {
   std::string r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
   std::string r_columns, s_columns, how = "inner", output;
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
-  bool count_only = false, json = false;
+  bool count_only = false, json = false, overwrite = false;
   EngineFlags engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
 };
 
@@ -124,6 +124,14 @@ std::vector<ColumnSource> parts_columns_of(const PartsTable& parts, const std::s
   return columns;
 }
 
+/// "its columns: a, b, c" (the first ten), for messages about a column that is not there.
+std::string column_list(const TableSource& t) {
+  std::string list = "its columns: ";
+  for (std::size_t i = 0; i < t.columns.size() && i < 10; ++i) (list += i ? ", " : "") += t.columns[i].name;
+  if (t.columns.size() > 10) list += ", ... (" + std::to_string(t.columns.size()) + " in all)";
+  return list;
+}
+
 /// --r-dir DIR: every .npy file of DIR is a column (`mgjoin generate`'s layout, r_key.npy and
 /// r_payload.npy beside S's files, reads as the columns key and payload; a table in parts, by its
 /// manifest.json); the key is --r-key's names, or the column named key.
@@ -156,8 +164,12 @@ TableSource table_from_dir(const std::string& side, const std::string& dir, cons
                                             "key.npy): name the key column(s) with " + key_opt);
     t.key = {"key"};
   }
-  for (const std::string& k : t.key)
-    MGJOIN_INPUT_EXPECTS(t.find(k), key_opt + " " + k + ": " + dir + " holds no " + k + ".npy");
+  for (const std::string& k : t.key) {
+    const bool a_file = k.find('/') != std::string::npos || file_format_of(k) == FileFormat::Npy;
+    MGJOIN_INPUT_EXPECTS(t.find(k) || !a_file, key_opt + " " + k + ": with " + dir_opt +
+                                                   ", name key columns (file stems, such as key), not files");
+    MGJOIN_INPUT_EXPECTS(t.find(k), key_opt + " " + k + ": " + dir + " holds no " + k + ".npy (" + column_list(t) + ")");
+  }
   return t;
 }
 
@@ -188,7 +200,7 @@ TableSource resolve_table(char side_char, const std::string& key, const std::str
     for (const std::string& c : *t.chosen)
       MGJOIN_INPUT_EXPECTS(t.find(c), "--" + side + "-columns " + c + ": no such column (" +
                                           (dir.empty() ? std::string("the columns are key and payload")
-                                                       : dir + " holds no " + c + ".npy") + ")");
+                                                       : dir + " holds no " + c + ".npy; " + column_list(t)) + ")");
   }
   return t;
 }
@@ -238,6 +250,17 @@ void check_keys_comparable(const TableSource& r, const TableSource& s) {
                                                          std::string(dtype_name(a.info.type)) + ", " +
                                                          b.path.string() + " is " + std::string(dtype_name(b.info.type)));
   }
+  // The library checks this too, but cannot name the flag.
+  std::size_t bytes = 0;
+  std::string names, listed;
+  for (const std::string& k : r.key) {
+    const DType type = r.find(k)->info.type;
+    bytes += dtype_size(type);
+    (names += names.empty() ? "" : ",") += k;
+    (listed += listed.empty() ? "" : ", ") += k + " (" + std::string(dtype_name(type)) + ")";
+  }
+  MGJOIN_INPUT_EXPECTS(bytes <= 8, "--r-key " + names + ": the key columns " + listed + " add up to " +
+                                       std::to_string(bytes) + " bytes: a composite key is at most 8 bytes");
 }
 
 /// The columns a join reads: the key columns and, with `payloads`, the chosen (or all) others.
@@ -294,11 +317,14 @@ TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const Tabl
   return o;
 }
 
-/// Stages one .npy file per output column, or the gather maps, then renames them all at once.
-std::vector<std::string> write_outputs(const fs::path& dir, const TableJoinResult& result, const TableJoinOptions& o) {
+/// Stages one .npy file per output column, or the gather maps, then renames them all at once; with
+/// --overwrite, the table an earlier run left there goes in the same step.
+std::vector<std::string> write_outputs(const fs::path& dir, const TableJoinResult& result, const TableJoinOptions& o,
+                                       bool overwrite) {
+  prepare_output_directory(dir, "--out-dir");
   std::vector<StagedColumnFile> files = stage_join_outputs(dir, result, o);
   throw_if_interrupted();  // the staged files are removed as they go out of scope
-  commit_all(files);
+  commit_all(files, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(f.final_path().string());
   return names;
@@ -306,26 +332,15 @@ std::vector<std::string> write_outputs(const fs::path& dir, const TableJoinResul
 
 nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, const TableView& r, const TableView& s,
                        double read_s, double write_s, const std::vector<std::string>& outputs) {
-  const JoinResult& j = result.join;
-  nlohmann::json phases = nlohmann::json::array();
-  for (const PhaseStat& p : j.phases)
-    phases.push_back({{"name", p.name}, {"seconds", p.seconds}, {"bytes_pcie", p.bytes_pcie},
-                      {"bytes_nvlink", p.bytes_nvlink}});
-  return {{"count", result.count},
-          {"how", args.how},
-          {"seconds", result.seconds},
-          {"join_seconds", j.seconds},
-          {"executor", j.executor},
-          {"strategy", strategy_name(j.strategy)},
-          {"strategy_reason", j.strategy_reason},
-          {"materialization", result.materialization},
-          {"phases", phases},
-          {"r_rows", r.rows()},
-          {"s_rows", s.rows()},
-          {"read_seconds", read_s},
-          {"write_seconds", write_s},
-          {"peak_host_bytes", j.peak_host_bytes},
-          {"output_files", outputs}};
+  nlohmann::json j = run_summary(result);
+  j["count"] = result.count;
+  j["how"] = args.how;
+  j["r_rows"] = r.rows();
+  j["s_rows"] = s.rows();
+  j["read_seconds"] = read_s;
+  j["write_seconds"] = write_s;
+  j["output_files"] = outputs;
+  return j;
 }
 
 /// Both input tables, resolved from the options and checked (headers, lengths, key types) before any
@@ -346,11 +361,28 @@ std::pair<TableSource, TableSource> resolve_inputs(const JoinArgs& a) {
   return {std::move(r), std::move(s)};
 }
 
+/// --out-dir, checked before any data is read: a place a table can be written that holds no table
+/// unless --overwrite, and no input of this join (the output would replace what it was made from).
+void check_out_dir(const JoinArgs& a, const TableSource& r, const TableSource& s) {
+  const fs::path out = a.out_dir;
+  check_output_directory(out, "--out-dir", a.overwrite ? ExistingTable::Replace : ExistingTable::Refuse, "--overwrite");
+  std::error_code ec;
+  for (const TableSource* src : {&r, &s})
+    for (const ColumnSource& c : src->columns) {
+      // A column's folder; for a table in parts, the folder above its part folders too.
+      const fs::path dir = c.path.parent_path().empty() ? fs::path(".") : c.path.parent_path();
+      const bool inside = fs::equivalent(dir, out, ec) || (!c.parts.empty() && fs::equivalent(dir.parent_path(), out, ec));
+      MGJOIN_INPUT_EXPECTS(!inside, "--out-dir " + a.out_dir + ": holds this join's input " + c.path.string() + " (" +
+                                        c.option + "): write the output elsewhere");
+    }
+}
+
 /// The files of one side that every rank reads its rows of.
 std::vector<RankColumn> rank_columns(const TableSource& src, bool payloads, const std::string& dir_opt) {
   std::vector<RankColumn> out;
   for (const ColumnSource* c : needed_columns(src, payloads)) {
-    MGJOIN_INPUT_EXPECTS(c->parts.empty(), dir_opt + ": a table in parts is read by one process; under mpirun give a "
+    MGJOIN_INPUT_EXPECTS(c->parts.empty(), dir_opt + " " + c->path.parent_path().parent_path().string() +
+                                               ": a table in parts is read by one process; under mpirun give a "
                                                "directory of whole column files");
     out.push_back({c->name, c->path.string(), c->raw_type});
   }
@@ -363,6 +395,7 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   MGJOIN_INPUT_EXPECTS(form == TableOutput::Count ? a.out_dir.empty() : !a.out_dir.empty(),
                        "one of --out-dir (write the joined columns or --output maps) or --count is required, not both");
   const auto [r_src, s_src] = resolve_inputs(a);
+  if (!a.out_dir.empty()) check_out_dir(a, r_src, s_src);
   RankJoinRequest q;
   q.options = join_options(a, form, r_src, s_src);
   q.options.join.progress = {};  // one bar per rank would interleave; rank 0 prints the summary
@@ -372,6 +405,7 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   q.left_rows = r_src.columns.front().info.size;  // every column's, checked by resolve_inputs
   q.right_rows = s_src.columns.front().info.size;
   q.out_dir = a.out_dir;
+  q.overwrite = a.overwrite;
   q.json = a.json;
   return q;
 }
@@ -385,12 +419,13 @@ void run_join(const JoinArgs& args) {
   MGJOIN_INPUT_EXPECTS(!writes || !args.out_dir.empty(),
                        "one of --out-dir (write the joined columns or --output maps) or --count (print the number of "
                        "output rows) is required");
-  MGJOIN_INPUT_EXPECTS(writes || args.out_dir.empty(), "--count and --out-dir exclude each other");
+  MGJOIN_INPUT_EXPECTS(writes || args.out_dir.empty(),
+                       std::string(args.count_only ? "--count" : "--output count") + " and --out-dir exclude each other");
   // Everything that can be checked cheaply is checked before reading gigabytes.
   const auto [r_src, s_src] = resolve_inputs(args);
   const TableJoinOptions options = join_options(args, form, r_src, s_src);
   const fs::path out_dir = args.out_dir;
-  if (writes) prepare_output_directory(out_dir, "--out-dir");
+  if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
 
   // Pinned host memory lets the GPUs copy at full PCIe speed; the CPU path needs none.
   const bool gpus_used = args.engine.gpus != 0 && gpu::device_count() > 0;
@@ -410,7 +445,7 @@ void run_join(const JoinArgs& args) {
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
-  if (writes) outputs = write_outputs(out_dir, result, options);
+  if (writes) outputs = write_outputs(out_dir, result, options, args.overwrite);
   const double write_s = seconds_since(t_write);
 
   if (args.json) {
@@ -441,7 +476,7 @@ void add_join_command(CLI::App& app) {
   cmd->add_option("--s-dir", a->s_dir, "directory whose .npy files are S's columns, as --r-dir");
   cmd->add_option("--r-columns", a->r_columns, "R's columns in the output, comma-separated (default: all but the key)");
   cmd->add_option("--s-columns", a->s_columns, "S's columns in the output, comma-separated (default: all but the key)");
-  cmd->add_option("--how", a->how, "join kind: inner, left, right, full (outer joins), semi or anti (left semi/anti)")
+  cmd->add_option("--how", a->how, "join kind: inner, left, right, full or outer (outer joins), semi or anti (left semi/anti)")
       ->capture_default_str();
   cmd->add_option("--output", a->output,
                   "columns (key.npy, r.<name>.npy, s.<name>.npy, r.valid.npy/s.valid.npy for outer joins), maps "
@@ -451,7 +486,10 @@ void add_join_command(CLI::App& app) {
   cmd->add_option("--s-type", a->s_type, "element type of S's raw files (overrides --type)");
   cmd->add_option("--r-payload-type", a->r_payload_type, "element type of a raw R payload file");
   cmd->add_option("--s-payload-type", a->s_payload_type, "element type of a raw S payload file");
-  cmd->add_option("--out-dir", a->out_dir, "write the output files here");
+  cmd->add_option("--out-dir", a->out_dir,
+                  "write the output files here (created if missing; refused if it holds a table, unless --overwrite)");
+  cmd->add_flag("--overwrite", a->overwrite,
+                "replace the table (.npy files, or manifest.json and part-N folders) an earlier run left in --out-dir");
   cmd->add_flag("--count", a->count_only, "print only the number of output rows (--output count)");
   cmd->add_flag("--json", a->json, "print a JSON summary (count, seconds, executor, phases, output files)");
   a->engine.add_to(*cmd);

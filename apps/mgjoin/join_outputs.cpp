@@ -13,4 +13,21 @@ std::vector<StagedColumnFile> stage_join_outputs(const std::filesystem::path& di
   return files;
 }
 
+nlohmann::json run_summary(const TableJoinResult& res) {
+  const JoinResult& j = res.join;
+  nlohmann::json phases = nlohmann::json::array();
+  for (const PhaseStat& p : j.phases)
+    phases.push_back({{"name", p.name}, {"seconds", p.seconds}, {"bytes_pcie", p.bytes_pcie},
+                      {"bytes_nvlink", p.bytes_nvlink}});
+  nlohmann::json out{{"seconds", res.seconds},
+                     {"join_seconds", j.seconds},
+                     {"executor", j.executor},
+                     {"strategy", strategy_name(j.strategy)},
+                     {"strategy_reason", j.strategy_reason},
+                     {"phases", phases},
+                     {"peak_host_bytes", j.peak_host_bytes}};
+  if (!res.materialization.empty()) out["materialization"] = res.materialization;
+  return out;
+}
+
 }  // namespace mgjoin::cli

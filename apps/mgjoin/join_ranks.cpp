@@ -1,5 +1,6 @@
 #include "join_ranks.hpp"
 
+#include "commands.hpp"
 #include "interrupt.hpp"
 #include "join_outputs.hpp"
 
@@ -10,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -99,11 +102,26 @@ void test_kill_point(int rank, const char* step) {
     if (e.kind() == dist::RankError::Kind::Cancelled)
       std::fprintf(stderr, "\nmgjoin: interrupted: stopped cleanly, no output was committed (%s)\n", e.what());
     else
-      std::fprintf(stderr, "mgjoin: error: %s\n", e.what());
+      std::fprintf(stderr, "mgjoin: error: %s\n", in_cli_words(e.what()).c_str());
     std::fflush(stderr);
   }
   MPI_Finalize();
   std::exit(e.kind() == dist::RankError::Kind::Input ? 2 : e.kind() == dist::RankError::Kind::Cancelled ? kInterruptedExit : 1);
+}
+
+double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+/// After --overwrite's new manifest is in place: what the table an earlier run left beside it (whole
+/// column files, part folders past this run's ranks) goes, so that the directory holds one table.
+void remove_stale_table_files(const fs::path& out_dir, const PartsTable& table) {
+  std::error_code ignored;
+  for (const fs::path& p : table_files_in(out_dir)) {
+    const bool current = p.filename() == "manifest.json" ||
+                         std::find(table.part_dirs.begin(), table.part_dirs.end(), p) != table.part_dirs.end();
+    if (!current) fs::remove_all(p, ignored);
+  }
 }
 
 }  // namespace
@@ -120,6 +138,7 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
     const bool writes = !q.out_dir.empty();
     const fs::path out_dir = q.out_dir;
     Slice r, s;
+    const auto t_read = std::chrono::steady_clock::now();
     dist::agree(MPI_COMM_WORLD, [&] {
       if (writes && rank == 0) {
         prepare_output_directory(out_dir, "--out-dir");
@@ -129,7 +148,11 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
       s = read_slice(q.right, q.right_rows, rank, ranks);
     });
     test_kill_point(rank, "read");
+    const auto t_join = std::chrono::steady_clock::now();
+    const double read_s = seconds_between(t_read, t_join);
     const dist::DistributedTableResult result = dist::join_tables(r.view, s.view, q.options, MPI_COMM_WORLD);
+    const auto t_write = std::chrono::steady_clock::now();
+    const double join_s = seconds_between(t_join, t_write);
 
     std::vector<std::string> outputs;
     if (writes) {
@@ -146,7 +169,7 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
       // the others here) with nothing committed. One lost during the renames leaves parts but no
       // manifest.json, which alone marks a complete output.
       MPI_Barrier(MPI_COMM_WORLD);
-      dist::agree(MPI_COMM_WORLD, [&] { commit_all(staged); });
+      dist::agree(MPI_COMM_WORLD, [&] { commit_all(staged, q.overwrite ? table_files_in(part) : std::vector<fs::path>{}); });
       std::vector<std::uint64_t> rows(static_cast<std::size_t>(ranks));
       const std::uint64_t mine = result.local.count;
       MPI_Gather(&mine, 1, MPI_UINT64_T, rows.data(), 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
@@ -160,17 +183,22 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
         }
         write_parts_manifest(out_dir, table);
         outputs.push_back((out_dir / "manifest.json").string());
+        if (q.overwrite) remove_stale_table_files(out_dir, table);
       });
     }
+    const double write_s = seconds_between(t_write, std::chrono::steady_clock::now());
     if (rank != 0) return;
     if (q.json) {
-      nlohmann::json j{{"count", result.count},
-                       {"how", join_kind_name(q.options.how)},
-                       {"ranks", ranks},
-                       {"executor", result.local.join.executor},
-                       {"strategy_reason", result.local.join.strategy_reason},
-                       {"materialization", result.local.materialization},
-                       {"output_files", outputs}};
+      // How rank 0's own join ran (its executor, strategy and phases), and the wall time of the whole
+      // collective join as rank 0 saw it (every rank waits for the last in the exchange).
+      nlohmann::json j = run_summary(result.local);
+      j["seconds"] = join_s;
+      j["count"] = result.count;
+      j["how"] = join_kind_name(q.options.how);
+      j["ranks"] = ranks;
+      j["read_seconds"] = read_s;
+      j["write_seconds"] = write_s;
+      j["output_files"] = outputs;
       std::printf("%s\n", j.dump(2).c_str());
     } else if (!writes) {
       std::printf("%llu\n", static_cast<unsigned long long>(result.count));

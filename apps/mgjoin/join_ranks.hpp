@@ -31,6 +31,7 @@ struct RankJoinRequest {
   std::int64_t left_rows = 0, right_rows = 0;  ///< rows of every column file of each side
   TableJoinOptions options;             ///< kind, output form, keys, chosen columns and the engine flags
   std::string out_dir;                  ///< empty: count only
+  bool overwrite = false;               ///< --overwrite: replace the table an earlier run left in out_dir
   bool json = false;
 };
 

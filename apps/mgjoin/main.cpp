@@ -9,10 +9,9 @@
 #include <string>
 #include <utility>
 
-namespace {
+namespace mgjoin::cli {
 
-/// The library names the API field a bad value came in (JoinOptions::gpu_memory_limit); the CLI user
-/// set it with a flag, so the message names the flag.
+// The library names the API field a bad value came in; the CLI user set it with a flag.
 std::string in_cli_words(std::string message) {
   static const std::pair<const char*, const char*> fields[] = {
       {"JoinOptions::gpu_memory_limit", "--gpu-memory-limit"}, {"JoinOptions::gpu_ids", "--gpu-ids"},
@@ -22,6 +21,7 @@ std::string in_cli_words(std::string message) {
       {"ask for the paper flow", "use --strategy paper"},
       {"TableJoinOptions::left_on", "--r-key"},                {"TableJoinOptions::right_on", "--s-key"},
       {"TableJoinOptions::left_columns", "--r-columns"},       {"TableJoinOptions::right_columns", "--s-columns"},
+      {"left and right table", "R and S"},
       {"left table", "R"},                                     {"right table", "S"}};
   for (const auto& [field, flag] : fields)
     for (auto at = message.find(field); at != std::string::npos; at = message.find(field, at))
@@ -29,7 +29,9 @@ std::string in_cli_words(std::string message) {
   return message;
 }
 
-}  // namespace
+}  // namespace mgjoin::cli
+
+using mgjoin::cli::in_cli_words;
 
 int main(int argc, char** argv) {
   CLI::App app{"mgjoin: multi-GPU out-of-core sort-merge join of column files", "mgjoin"};

@@ -129,6 +129,11 @@ def main() -> None:
     parser.add_argument("--engines", default="mgjoin,duckdb,polars,pandas")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
+    import mgjoin
+
+    if args.gpus is None and not mgjoin.topology()["gpus"]:
+        args.gpus = 0
+        print("no CUDA GPU found: mgjoin runs on the CPU path (--gpus 0)", flush=True)
 
     with tempfile.TemporaryDirectory() as directory:
         start = time.perf_counter()

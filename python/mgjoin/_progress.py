@@ -30,9 +30,11 @@ class _Bar:
         percent = int(round(max(0.0, min(1.0, fraction)) * 100))
         if self._tqdm is not None:
             if phase != self._phase:
-                self._tqdm.set_description(f"mgjoin {phase}", refresh=False)
-            self._tqdm.n = percent
-            self._tqdm.refresh()
+                # set_description() would append ": " to what bar_format already follows with one.
+                self._tqdm.set_description_str(f"mgjoin {phase}", refresh=False)
+            # update() draws only once `delay` has passed (refresh() would draw at once); a phase that
+            # starts over moves the bar back.
+            self._tqdm.update(percent - self._tqdm.n)
             self._phase = phase
         elif time.monotonic() >= self._shown_after:
             sys.stderr.write(f"\rmgjoin: {phase:<12} {percent:3d}%")

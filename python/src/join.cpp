@@ -146,11 +146,13 @@ struct ProgressSlot {
 };
 
 /// MGJOIN_TEST_SIGINT_AT=PHASE: the process sends itself SIGINT (as a terminal's Ctrl-C does) when the
-/// join first reports PHASE, so tests interrupt a join at a reproducible moment (the CLI's hook, too).
-ProgressCallback progress_into(ProgressSlot& slot) {
+/// join first reports PHASE and waits (at most 10 s) until the waiting thread has turned it into the
+/// join's cancellation, so that tests interrupt a join at a reproducible moment however fast the machine
+/// (the CLI's hook does the same).
+ProgressCallback progress_into(ProgressSlot& slot, const std::atomic<bool>& cancel) {
   const char* at = std::getenv("MGJOIN_TEST_SIGINT_AT");
   auto sigint_at = std::make_shared<std::string>(at ? at : "");
-  return [&slot, sigint_at](const std::string& phase, double fraction) {
+  return [&slot, &cancel, sigint_at](const std::string& phase, double fraction) {
     {
       const std::lock_guard lock(slot.mutex);
       slot.phase = phase;
@@ -160,6 +162,9 @@ ProgressCallback progress_into(ProgressSlot& slot) {
     if (!sigint_at->empty() && phase == *sigint_at) {
       sigint_at->clear();
       ::kill(::getpid(), SIGINT);
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!cancel.load() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   };
 }
@@ -219,7 +224,7 @@ std::optional<TableJoinResult> run_interruptibly(const TableView& left, const Ta
   std::atomic<bool> cancel{false};
   ProgressSlot slot;
   options.join.cancel = &cancel;
-  options.join.progress = progress_into(slot);
+  options.join.progress = progress_into(slot, cancel);
 
   std::optional<TableJoinResult> result;
   std::exception_ptr error;

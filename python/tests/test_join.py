@@ -2,6 +2,8 @@
 reference join by a Python dict."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -220,6 +222,23 @@ def test_progress_reports_reach_a_callable_and_the_bar(rng, capsys):
     assert seen and all(0 <= f <= 1 for _, f in seen)
     assert seen[-1][1] == 1.0
     mgjoin.join(left, right, on="k", gpus=0, progress=True)  # tqdm's bar, or the stderr line
+    # A join shorter than half a second leaves no trace on stderr.
+    assert capsys.readouterr().err == ""
+
+
+def test_the_bar_shows_a_long_join_once_with_its_phase(capsys, monkeypatch):
+    from mgjoin import _progress
+
+    clock = [100.0]
+    monkeypatch.setattr(_progress.time, "monotonic", lambda: clock[0])
+    with _progress.progress_callback(True) as bar:
+        bar("sort", 0.25)
+        clock[0] += 1.0
+        time.sleep(0.6)  # tqdm's own clock decides its delay
+        bar("sort", 0.5)
+    err = capsys.readouterr().err
+    assert "mgjoin sort" in err or "mgjoin: sort" in err, err
+    assert ": :" not in err, err
 
 
 def test_an_error_in_the_progress_callable_stops_the_join(rng):

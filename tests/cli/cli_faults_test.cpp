@@ -1,7 +1,7 @@
 // Faults seen from the command line: Ctrl-C during a join or just before the output is committed, a
 // file-size limit that makes output writes fail as a full disk does, and a host memory cap. Each ends
-// with one line and a non-zero exit; no file that looks complete is left, and the user's existing
-// files are untouched.
+// with one line and a non-zero exit; no file that looks complete is left, and the table an earlier run
+// left in the output directory (which --overwrite would replace) is untouched.
 #include <mgjoin/io.hpp>
 
 #include "cli_test_util.hpp"
@@ -22,20 +22,26 @@ class CliFaults : public CliTest {
   void SetUp() override {
     CliTest::SetUp();
     ASSERT_EQ(mgjoin("generate --workload B --scale 0.0002 --out-dir b").exit_code, 0);
-    // The user's own file in the output directory, which no failed run may touch.
+    // An earlier run's table in the output directory, which --overwrite replaces only when a run succeeds:
+    // one file the new output replaces, one it does not write (removed with the old table).
     std::filesystem::create_directory(dir() / "out");
-    write_file("out/key.npy", "the user's file");
+    write_file("out/key.npy", "the earlier key");
+    write_file("out/r.old.npy", "the earlier column");
   }
 
-  void expect_only_the_users_file() {
-    EXPECT_EQ(entries("out"), std::vector<std::string>{"key.npy"});
-    std::ifstream in(dir() / "out/key.npy");
-    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(content, "the user's file");
+  std::string content_of(const std::string& name) const {
+    std::ifstream in(dir() / name);
+    return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};
+  }
+
+  void expect_only_the_earlier_table() {
+    EXPECT_EQ(entries("out"), (std::vector<std::string>{"key.npy", "r.old.npy"}));
+    EXPECT_EQ(content_of("out/key.npy"), "the earlier key");
+    EXPECT_EQ(content_of("out/r.old.npy"), "the earlier column");
   }
 
   CliResult join_into_out(const std::string& env) {
-    return mgjoin_with_env(env, "join --r-dir b --s-dir b --gpus 0 --out-dir out");
+    return mgjoin_with_env(env, "join --r-dir b --s-dir b --gpus 0 --out-dir out --overwrite");
   }
 
   /// `mgjoin <args>` with `env` (e.g. "A=1 B=2") set.
@@ -56,7 +62,7 @@ TEST_F(CliFaults, CtrlCDuringTheJoinStopsItCleanly) {
     ASSERT_FALSE(lines.empty()) << phase;
     EXPECT_NE(lines.back().find("mgjoin: interrupted: stopped cleanly, no output was written"), std::string::npos)
         << phase << ": " << r.err;
-    expect_only_the_users_file();
+    expect_only_the_earlier_table();
   }
 }
 
@@ -64,19 +70,21 @@ TEST_F(CliFaults, CtrlCAfterTheJoinRemovesTheStagedFiles) {
   // The signal arrives as the join ends: the output is staged, then dropped instead of committed.
   const CliResult r = join_into_out("MGJOIN_TEST_SIGINT_AT=materialize:end");
   EXPECT_EQ(r.exit_code, 130) << r.err;
-  expect_only_the_users_file();
+  expect_only_the_earlier_table();
 }
 
 TEST_F(CliFaults, WithoutASignalTheSameJoinWritesItsOutput) {
-  // The control for the tests above: the hook's variable set to a phase that never comes.
+  // The control for the tests above: the hook's variable set to a phase that never comes. The new table
+  // replaces the earlier one whole: its key.npy, and no r.old.npy left beside it.
   const CliResult r = join_into_out("MGJOIN_TEST_SIGINT_AT=never");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(entries("out").size(), 3u);
+  EXPECT_EQ(entries("out"), (std::vector<std::string>{"key.npy", "r.payload.npy", "s.payload.npy"}));
+  EXPECT_NE(content_of("out/key.npy"), "the earlier key");
 }
 
 TEST_F(CliFaults, AFullDiskIsOneLineAndLeavesNothingBehind) {
   // A file-size limit of 512 KiB: the 3.2 MB key column cannot be written, as on a full disk.
-  const CliResult r = mgjoin("join --r-dir b --s-dir b --gpus 0 --out-dir out", "ulimit -f 1024; ");
+  const CliResult r = mgjoin("join --r-dir b --s-dir b --gpus 0 --out-dir out --overwrite", "ulimit -f 1024; ");
   EXPECT_NE(r.exit_code, 0);
   // The join ran (its executor line) and the write failed: one error line, the last.
   const auto lines = r.err_lines();
@@ -84,7 +92,7 @@ TEST_F(CliFaults, AFullDiskIsOneLineAndLeavesNothingBehind) {
   EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("mgjoin: error:"); }), 1)
       << r.err;
   EXPECT_NE(lines.back().find("out/key.npy: write failed: File too large"), std::string::npos) << r.err;
-  expect_only_the_users_file();
+  expect_only_the_earlier_table();
 }
 
 TEST_F(CliFaults, AHostMemoryCapTooSmallForTheOutputIsOneLine) {
@@ -92,13 +100,14 @@ TEST_F(CliFaults, AHostMemoryCapTooSmallForTheOutputIsOneLine) {
   std::vector<std::uint64_t> keys(1 << 13, 42);
   write_column_file("r.npy", std::vector<std::uint64_t>(keys.begin(), keys.begin() + (1 << 12)));
   write_column_file("s.npy", keys);
-  const CliResult r = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M", "join --r-key r.npy --s-key s.npy --gpus 0 --out-dir out");
+  const CliResult r =
+      mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M", "join --r-key r.npy --s-key s.npy --gpus 0 --out-dir out --overwrite");
   EXPECT_NE(r.exit_code, 0);
   const auto lines = r.err_lines();
   ASSERT_EQ(lines.size(), 1u) << r.err;
   EXPECT_NE(lines[0].find("host memory:"), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("MGJOIN_HOST_MEMORY_LIMIT"), std::string::npos) << lines[0];
-  expect_only_the_users_file();
+  expect_only_the_earlier_table();
   // A count of the same join needs no output memory.
   const CliResult count = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M", "join --r-key r.npy --s-key s.npy --gpus 0 --count");
   EXPECT_EQ(count.exit_code, 0) << count.err;

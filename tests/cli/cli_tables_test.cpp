@@ -72,10 +72,19 @@ TEST_F(CliTables, GeneratedLayoutReadsAsKeyAndPayloadWithOrWithoutRKey) {
 }
 
 TEST_F(CliTables, ErrorsNameTheFlagsNotTheLibraryFields) {
+  write_values<std::int32_t>(dir() / "a/k2.npy", DType::Int32, {5, 6, 7, 8});
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {"join --r-dir a --s-dir b --r-key k,k --s-key k,k --gpus 0 --count", "--r-key names 'k' twice"},
            {join_ab("--r-columns p,p --out-dir out"), "--r-columns names 'p' twice"},
-           {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "R's key has 1 columns but S's key has 2"}}) {
+           {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "R's key has 1 columns but S's key has 2"},
+           {"join --r-dir a --s-dir a --r-key k,p,k2 --s-key k,p,k2 --gpus 0 --count",
+            "--r-key k,p,k2: the key columns k (int32), p (int16), k2 (int32) add up to 10 bytes: a composite key is at "
+            "most 8 bytes"},
+           {"join --r-dir a --s-dir b --r-key a/k.npy --s-key k --gpus 0 --count",
+            "--r-key a/k.npy: with --r-dir, name key columns (file stems, such as key), not files"},
+           {"join --r-dir a --s-dir b --r-key kk --s-key k --gpus 0 --count", "a holds no kk.npy (its columns: k, k2, p)"},
+           {join_ab("--r-columns q --count"), "--r-columns q: no such column (a holds no q.npy; its columns: k, k2, p)"},
+           {join_ab("--output count --out-dir out"), "--output count and --out-dir exclude each other"}}) {
     const CliResult r = mgjoin(args);
     EXPECT_NE(r.exit_code, 0) << args;
     const auto lines = r.err_lines();
@@ -83,6 +92,48 @@ TEST_F(CliTables, ErrorsNameTheFlagsNotTheLibraryFields) {
     EXPECT_NE(lines[0].find(needle), std::string::npos) << lines[0];
     EXPECT_EQ(lines[0].find("TableJoinOptions::"), std::string::npos) << lines[0];
   }
+}
+
+TEST_F(CliTables, AnOutputDirectoryHoldingATableIsReplacedOnlyWithOverwrite) {
+  ASSERT_EQ(mgjoin(join_ab("--out-dir out")).exit_code, 0);
+  write_values<std::int64_t>(dir() / "out/r.old.npy", DType::Int64, {1, 2, 3, 4, 5, 6, 7});  // an earlier run's
+  write_file("out/notes.txt", "the user's notes");
+  const auto key_before = read_values<std::int32_t>(dir() / "out/key.npy");
+  const CliResult again = mgjoin(join_ab("--how left --out-dir out"));
+  EXPECT_EQ(again.exit_code, 2);
+  ASSERT_EQ(again.err_lines().size(), 1u) << again.err;
+  EXPECT_NE(again.err.find("--out-dir out: already holds a table (key.npy, r.old.npy, r.p.npy, ...): pass --overwrite"),
+            std::string::npos)
+      << again.err;
+  EXPECT_EQ(read_values<std::int32_t>(dir() / "out/key.npy"), key_before) << "a refused run touched the old table";
+  const CliResult replaced = mgjoin(join_ab("--how left --out-dir out --overwrite"));
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  auto names = entries("out");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"key.npy", "notes.txt", "r.p.npy", "s.valid.npy", "s.w.npy"}))
+      << "the new table alone, and the user's other files";
+  EXPECT_EQ(read_values<std::int32_t>(dir() / "out/key.npy").size(), 6u);
+}
+
+TEST_F(CliTables, TheOutputNeverGoesWhereItsInputsAre) {
+  for (const std::string out : {"a", "b", "./a/"}) {
+    const CliResult r = mgjoin(join_ab("--overwrite --out-dir " + out));
+    EXPECT_EQ(r.exit_code, 2) << out;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("--out-dir " + out + ": holds this join's input"), std::string::npos) << r.err;
+  }
+  const CliResult files = mgjoin("join --r-key a/k.npy --s-key b/k.npy --gpus 0 --overwrite --out-dir b");
+  EXPECT_EQ(files.exit_code, 2);
+  EXPECT_NE(files.err.find("holds this join's input b/k.npy (--s-key)"), std::string::npos) << files.err;
+  auto names = entries("a");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"k.npy", "p.npy"}));
+}
+
+TEST_F(CliTables, ARunThatFailsBeforeWritingCreatesNoOutputDirectory) {
+  const CliResult r = mgjoin(join_ab("--r-columns p,p --out-dir fresh/out"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir() / "fresh")) << r.err;
 }
 
 TEST_F(CliTables, AColumnNamedValidCannotHideTheValidity) {

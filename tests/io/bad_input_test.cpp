@@ -230,5 +230,63 @@ TEST_F(BadInput, PrepareOutputDirectoryCreatesItOrNamesTheOption) {
                      "cannot create the output directory");
 }
 
+TEST_F(BadInput, TableFilesAreColumnFilesManifestsAndPartFolders) {
+  for (const char* f : {"key.npy", "r.v.NPY", "manifest.json", "notes.txt", "r_key.bin", ".key.npy.tmp-1-0"})
+    write_file_bytes(dir() / f, "x");
+  for (const char* d : {"part-0", "part-12", "part-", "part-x", "sub"}) fs::create_directory(dir() / d);
+  std::vector<std::string> names;
+  for (const fs::path& p : table_files_in(dir())) names.push_back(p.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"key.npy", "manifest.json", "part-0", "part-12", "r.v.NPY"}));
+  EXPECT_TRUE(table_files_in(dir() / "missing").empty());
+}
+
+TEST_F(BadInput, AnOutputDirectoryIsCheckedWithoutBeingCreated) {
+  check_output_directory(dir() / "new" / "deep", "--out-dir", ExistingTable::Refuse, "--overwrite");
+  EXPECT_FALSE(fs::exists(dir() / "new")) << "created only when there is an output to write";
+  EXPECT_TRUE(entries().empty()) << "the write probe is removed";
+  write_file_bytes(dir() / "file", "x");
+  expect_input_error([&] { check_output_directory(dir() / "file", "--out-dir", ExistingTable::Replace, "--overwrite"); },
+                     dir() / "file", "not a directory");
+  expect_input_error(
+      [&] { check_output_directory(dir() / "file" / "sub", "--out-dir", ExistingTable::Replace, "--overwrite"); },
+      dir() / "file" / "sub", "cannot create the output directory");
+}
+
+TEST_F(BadInput, AnOutputDirectoryHoldingATableIsRefusedUnlessReplaced) {
+  fs::create_directory(dir() / "out");
+  write_file_bytes(dir() / "out" / "notes.txt", "not a table");
+  check_output_directory(dir() / "out", "--out-dir", ExistingTable::Refuse, "--overwrite");  // other files are fine
+  for (const char* f : {"a.npy", "b.npy", "c.npy", "d.npy"}) write_file_bytes(dir() / "out" / f, "x");
+  expect_input_error([&] { check_output_directory(dir() / "out", "--out-dir", ExistingTable::Refuse, "--overwrite"); },
+                     dir() / "out", "already holds a table (a.npy, b.npy, c.npy, ...): pass --overwrite to replace it");
+  check_output_directory(dir() / "out", "--out-dir", ExistingTable::Replace, "--overwrite");
+}
+
+TEST_F(BadInput, CommitAllRemovesWhatItWasToldIsStaleOnlyWhenEveryFileIsInPlace) {
+  write_file_bytes(dir() / "a.npy", "old a");
+  write_file_bytes(dir() / "old.npy", "old column");
+  fs::create_directory(dir() / "part-3");
+  write_file_bytes(dir() / "part-3" / "a.npy", "old part");
+  {  // a failed commit: the stale files stay, and so does the replaced one
+    std::vector<StagedColumnFile> files;
+    files.push_back(stage_column(dir() / "a.npy", kView));
+    files.emplace_back(dir() / "b.npy", dir() / ".b.npy.tmp-vanished");
+    const std::vector<fs::path> stale = table_files_in(dir());
+    expect_input_error([&] { commit_all(files, stale); }, dir() / "b.npy", "cannot rename");
+  }
+  auto names = entries();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.npy", "old.npy", "part-3"}));
+  EXPECT_TRUE(fs::exists(dir() / "part-3" / "a.npy"));
+  std::vector<StagedColumnFile> files;
+  files.push_back(stage_column(dir() / "a.npy", kView));
+  files.push_back(stage_column(dir() / "b.npy", kView));
+  commit_all(files, table_files_in(dir()));
+  names = entries();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.npy", "b.npy"})) << "the old table is gone whole, backups too";
+  EXPECT_EQ(read_column(dir() / "a.npy").size(), 3);
+}
+
 }  // namespace
 }  // namespace mgjoin::test

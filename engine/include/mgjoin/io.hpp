@@ -76,8 +76,11 @@ StagedColumnFile stage_column(const std::filesystem::path& path, ColumnView colu
 
 /// Commits several staged files together: either every final name gets its new file, or the directory is
 /// left as it was (files already at the final names are moved aside first and put back when a later
-/// rename fails). @throw InputError naming the file when a rename fails or a final name is a directory.
-void commit_all(std::span<StagedColumnFile> files);
+/// rename fails). The paths in `stale` (files or folders an earlier output left, e.g. from
+/// table_files_in) are moved aside with them and deleted once every new file is in place, so that what
+/// the directory holds afterwards is the new output alone. @throw InputError naming the file when a
+/// rename fails or a final name is a directory.
+void commit_all(std::span<StagedColumnFile> files, std::span<const std::filesystem::path> stale = {});
 
 /// stage_column + commit.
 void write_column(const std::filesystem::path& path, ColumnView column);
@@ -109,5 +112,21 @@ HostColumn read_column_concat(std::span<const std::filesystem::path> paths, std:
 /// `option` names the option in the error message (e.g. "--out-dir").
 /// @throw InputError "--out-dir D: ..." when it is not a directory or not writable.
 void prepare_output_directory(const std::filesystem::path& dir, const char* option);
+
+/// What a reader of `dir` takes for a table (read_table_dir's `*.npy` column files; a table in parts'
+/// manifest.json and part-N folders), sorted by name; nothing when `dir` does not exist.
+std::vector<std::filesystem::path> table_files_in(const std::filesystem::path& dir);
+
+/// Whether a table output may go into a directory that already holds one.
+enum class ExistingTable { Refuse, Replace };
+
+/// Checks before any work that `dir` can take a table output, without creating it (so that a run that
+/// fails before writing leaves nothing behind): an existing directory must be writable and, unless
+/// `existing` is Replace, hold no table (table_files_in); a missing one must be creatable (its nearest
+/// existing ancestor a writable directory). A later prepare_output_directory creates it.
+/// @throw InputError "--out-dir D: ..." naming what is wrong (and, for a table already there, the
+/// option `replace_option` that allows replacing it).
+void check_output_directory(const std::filesystem::path& dir, const char* option, ExistingTable existing,
+                            const char* replace_option);
 
 }  // namespace mgjoin

@@ -176,50 +176,76 @@ StagedColumnFile stage_column(const fs::path& path, ColumnView column) {
 
 namespace {
 
-/// A file that was at a final name before the commit, moved aside until the commit is done.
+/// A file (or folder) that was at a path before the commit, moved aside until the commit is done.
 struct MovedAside {
-  fs::path final_path, backup;
+  fs::path path, backup;
 };
 
-/// Moves what sits at each final name aside (a file or a link; anything else is refused untouched).
-std::vector<MovedAside> move_existing_aside(std::span<StagedColumnFile> files) {
-  std::vector<MovedAside> aside;
-  try {
-    for (const StagedColumnFile& f : files) {
-      std::error_code ec;
-      const fs::file_status st = fs::symlink_status(f.final_path(), ec);
-      if (!fs::exists(st)) continue;
-      if (!fs::is_regular_file(st) && !fs::is_symlink(st))
-        throw InputError(f.final_path().string() + ": exists and is not a file; it is left as it is");
-      MovedAside m{f.final_path(), temp_path_for(f.final_path())};
-      fs::rename(m.final_path, m.backup, ec);
-      if (ec) throw InputError(m.final_path.string() + ": cannot move the existing file aside: " + ec.message());
-      aside.push_back(std::move(m));
-    }
-  } catch (...) {
-    std::error_code ignored;
-    for (const MovedAside& m : aside) fs::rename(m.backup, m.final_path, ignored);
-    throw;
+void put_back(const std::vector<MovedAside>& aside) noexcept {
+  std::error_code ignored;
+  for (const MovedAside& m : aside) fs::rename(m.backup, m.path, ignored);
+}
+
+/// Moves what sits at each of `paths` aside (a file or a link; a folder too where `folders`; anything
+/// else is refused untouched), appending to `aside`; paths with nothing there are skipped.
+void move_aside(std::span<const fs::path> paths, bool folders, std::vector<MovedAside>& aside) {
+  for (const fs::path& path : paths) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(path, ec);
+    if (!fs::exists(st)) continue;
+    if (!fs::is_regular_file(st) && !fs::is_symlink(st) && !(folders && fs::is_directory(st)))
+      throw InputError(path.string() + ": exists and is not a file; it is left as it is");
+    MovedAside m{path, temp_path_for(path)};
+    fs::rename(m.path, m.backup, ec);
+    if (ec) throw InputError(m.path.string() + ": cannot move the existing file aside: " + ec.message());
+    aside.push_back(std::move(m));
   }
-  return aside;
+}
+
+/// Whether the name is a part folder of a table in parts: part-N.
+bool is_part_folder_name(const std::string& name) {
+  return name.size() > 5 && name.starts_with("part-") &&
+         std::all_of(name.begin() + 5, name.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+/// Fails with "`failure`: why" unless a file can be created in `dir` (access() says yes to root for any
+/// directory; creating a file is the real test).
+void expect_writable(const fs::path& dir, const std::string& failure) {
+  const fs::path probe = temp_path_for(dir / "write-test");
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(failure + ": " + std::strerror(errno));
+  ::close(fd);
+  std::error_code ignored;
+  fs::remove(probe, ignored);
 }
 
 }  // namespace
 
-void commit_all(std::span<StagedColumnFile> files) {
+void commit_all(std::span<StagedColumnFile> files, std::span<const fs::path> stale) {
   // A later rename can fail after earlier ones replaced the user's files: those are moved aside first
   // and put back, so a failed commit leaves the directory as it found it.
-  const std::vector<MovedAside> aside = move_existing_aside(files);
+  std::vector<fs::path> finals, leftovers;
+  for (const StagedColumnFile& f : files) finals.push_back(f.final_path().lexically_normal());
+  for (const fs::path& p : stale)
+    if (std::find(finals.begin(), finals.end(), p.lexically_normal()) == finals.end()) leftovers.push_back(p);
+  std::vector<MovedAside> aside;
+  try {
+    move_aside(finals, false, aside);
+    move_aside(leftovers, true, aside);
+  } catch (...) {
+    put_back(aside);
+    throw;
+  }
   std::error_code ignored;
   try {
     for (StagedColumnFile& f : files) f.commit();
   } catch (...) {
     for (const StagedColumnFile& f : files)
       if (f.committed()) fs::remove(f.final_path(), ignored);
-    for (const MovedAside& m : aside) fs::rename(m.backup, m.final_path, ignored);
+    put_back(aside);
     throw;
   }
-  for (const MovedAside& m : aside) fs::remove(m.backup, ignored);
+  for (const MovedAside& m : aside) fs::remove_all(m.backup, ignored);
 }
 
 void write_column(const fs::path& path, ColumnView column) { stage_column(path, column).commit(); }
@@ -232,12 +258,49 @@ void prepare_output_directory(const fs::path& dir, const char* option) {
     if (ec) throw InputError(name + ": cannot create the output directory: " + ec.message());
   }
   if (!fs::is_directory(dir, ec)) throw InputError(name + ": not a directory");
-  // access() says yes to root for any directory; creating a file is the real test.
-  const fs::path probe = temp_path_for(dir / "write-test");
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(name + ": output directory is not writable: " + std::strerror(errno));
-  ::close(fd);
-  fs::remove(probe, ec);
+  expect_writable(dir, name + ": output directory is not writable");
+}
+
+std::vector<fs::path> table_files_in(const fs::path& dir) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return found;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool column = entry.is_regular_file() && file_format_of(entry.path()) == FileFormat::Npy;
+    const bool parts = (entry.is_regular_file() && name == "manifest.json") ||
+                       (entry.is_directory() && is_part_folder_name(name));
+    if (column || parts) found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void check_output_directory(const fs::path& dir, const char* option, ExistingTable existing,
+                            const char* replace_option) {
+  const std::string name = std::string(option) + " " + dir.string();
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) throw InputError(name + ": not a directory");
+    expect_writable(dir, name + ": output directory is not writable");
+    const std::vector<fs::path> table = table_files_in(dir);
+    if (existing == ExistingTable::Refuse && !table.empty()) {
+      std::string listed;
+      for (std::size_t i = 0; i < std::min<std::size_t>(table.size(), 3); ++i)
+        (listed += i ? ", " : "") += table[i].filename().string();
+      if (table.size() > 3) listed += ", ...";
+      throw InputError(name + ": already holds a table (" + listed + "): pass " + replace_option +
+                       " to replace it, or write elsewhere");
+    }
+    return;
+  }
+  // Created only when the output is written: find where creating it would start.
+  fs::path ancestor = dir.parent_path();
+  while (!ancestor.empty() && !fs::exists(ancestor, ec)) ancestor = ancestor.parent_path();
+  if (ancestor.empty()) ancestor = ".";
+  if (!fs::is_directory(ancestor, ec))
+    throw InputError(name + ": cannot create the output directory: " + ancestor.string() + " is not a directory");
+  expect_writable(ancestor, name + ": cannot create the output directory in " + ancestor.string());
 }
 
 }  // namespace mgjoin

@@ -52,7 +52,7 @@ std::optional<JoinKind> parse_join_kind(std::string_view name) {
 
 JoinKind require_join_kind(std::string_view name, const std::string& what) {
   const std::optional<JoinKind> kind = parse_join_kind(name);
-  MGJOIN_INPUT_EXPECTS(kind.has_value(), what + ": expected inner, left, right, full, semi or anti");
+  MGJOIN_INPUT_EXPECTS(kind.has_value(), what + ": expected inner, left, right, full (or outer), semi or anti");
   return *kind;
 }
 
