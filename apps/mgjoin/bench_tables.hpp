@@ -24,9 +24,14 @@ BenchTables bench_tables(GeneratedWorkload& w, int columns);
 TableJoinOptions bench_table_options(const JoinOptions& join, const std::string& how, const std::string& output,
                                      const std::string& materialization);
 
-/// The floor of join_tables' gathers: the same output rows and columns gathered by a plain OpenMP loop
-/// (one pass over the gather maps, every chosen column per row), median of three, in seconds. The maps
-/// come from an untimed join of the same options with TableOutput::GatherMaps.
-double gather_floor_seconds(Engine* engine, const BenchTables& t, const TableJoinOptions& options);
+/// The floor of join_tables' gathers: the same output rows and columns gathered by a plain OpenMP loop,
+/// column after column, median of three after a warm-up, in seconds. `fresh`: into new columns, as the
+/// join's output must be (the kernel faults in and zeroes their pages); `touched`: into columns already
+/// written, the gather alone. The maps come from an untimed join of the same options with
+/// TableOutput::GatherMaps.
+struct GatherFloor {
+  double fresh = 0, touched = 0;
+};
+GatherFloor gather_floor_seconds(Engine* engine, const BenchTables& t, const TableJoinOptions& options);
 
 }  // namespace mgjoin::cli

@@ -5,6 +5,7 @@
 #include "cli_test_util.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <string>
@@ -134,6 +135,20 @@ TEST_F(CliTables, ARunThatFailsBeforeWritingCreatesNoOutputDirectory) {
   const CliResult r = mgjoin(join_ab("--r-columns p,p --out-dir fresh/out"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(dir() / "fresh")) << r.err;
+}
+
+TEST_F(CliTables, BenchReportsTheGatherFloorIntoNewAndIntoTouchedMemory) {
+  const CliResult r = mgjoin("bench --workload B --scale 0.0002 --gpus 0 --columns 3 --output materialize --repeat 1 "
+                             "--warmup 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto tables = nlohmann::json::parse(r.out).at("tables");
+  EXPECT_EQ(tables.at("columns"), 3);
+  EXPECT_GT(tables.at("gather_floor_seconds").get<double>(), 0);
+  EXPECT_GT(tables.at("gather_into_touched_memory_seconds").get<double>(), 0);
+  const CliResult text = mgjoin("bench --workload B --scale 0.0002 --gpus 0 --columns 3 --output materialize --repeat 1 "
+                                "--warmup 0");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("one plain parallel gather into new columns"), std::string::npos) << text.out;
 }
 
 TEST_F(CliTables, AColumnNamedValidCannotHideTheValidity) {
