@@ -25,6 +25,12 @@ r = lambda x: m / x if x else 0
 print(f"{sys.argv[2]}: [{j.get('strategy', '?')}] median {m:.4f} s of {j['run_seconds']}, {j['count']} matches"
       f"{' (verified)' if 'verified_count' in j else ''}; floor {f:.4f} s ({r(f):.2f}x), keys {fk:.4f} s ({r(fk):.2f}x),"
       f" output D2H {fo:.4f} s; H2D {j.get('h2d_gbps', 0):.1f} GB/s {j.get('h2d_gbps_source', '')}; {ph}")
+t = j.get("tables", {})
+if "gather_floor_seconds" in t:
+    g = next((p['median_seconds'] for p in j.get("phases", []) if p['name'] == "table.gather"), 0)
+    print(f"  tables ({t['columns']} columns, {t['how']}, {t['materialization']}): table.gather {g:.4f} s, gather floor"
+          f" {t['gather_floor_seconds']:.4f} s ({g / t['gather_floor_seconds']:.2f}x), into touched memory"
+          f" {t['gather_into_touched_memory_seconds']:.4f} s")
 PY
   else
     echo "$args: rc=$rc ($(( $(date +%s) - start )) s)" | tee -a "$OUT/bench.txt"

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The GPU runs the open issues still wait for, in groups that each fit one device call (600 s), so that a
+# session with device time spends it on runs, not on working out commands. Run on a GPU machine from the
+# repository root with the binaries built here (`scripts/pack-devbin.sh`, carried as .devbin); logs and
+# JSON go to $OUT; the last lines printed are a summary per step.
+#
+#   scripts/device-pending.sh GROUP...     (several groups run one after the other)
+#
+#   suites        every GPU suite, then 10^4 differential cases in 4 shards on up to 2 GPUs
+#                 (issues 18-22 at g = 2 on nvidia-h200-x2; ~600 s there: alone in its call)
+#   tables-bench  issue 19: B 2.5·10^8 with 4 payload columns a side, late vs carried, the gather floor
+#                 beside each; one payload column beside it (must not get slower)
+#   ooc-bench     issue 20: B 10^9 × 10^9 with --gpu-memory-limit 8G against the same join in core, the
+#                 paper flow beside (nvidia-h200-x2: within 1.8x of in core)
+#   ranks-bench   issue 23: 2 ranks × 1 GPU (mpirun) against one process on 2 GPUs, the same files,
+#                 count and materialized (within 1.15x)
+#   python        issue 22 at g = 2: the package built there, its tests, compare.py with 1 and 4 columns
+#                 (carry .whl and .deps: duckdb's wheel, polars-site.tar.xz, Debian's nlohmann-json3-dev)
+#   sanitize-cli  issue 21: the cli suite alone (its mgjoin processes take most of the GPU) under each of
+#                 the four tools, at most 140 s each
+#   racecheck-copart, racecheck-e2e, racecheck-table
+#                 issue 21: racecheck of one whole suite (up to 580 s: one per call)
+#
+# MGJOIN_PENDING_GPUS (default 2) is the GPU count of the bench groups; 0 runs them on the CPU path, and
+# MGJOIN_PENDING_SCALE (default 0.25) sizes ranks-bench: with both, the groups' scripting is tried on a
+# machine without GPUs. MGJOIN_PENDING_DRY=1 prints the commands instead of running them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0
+B=${MGJOIN_BIN:-.devbin}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+summary=()
+
+step() {  # name, then the command; its output goes to $OUT/<name>.log
+  local name=$1 start rc
+  shift
+  if [ -n "${MGJOIN_PENDING_DRY:-}" ]; then
+    echo "[$name] $*"
+    return 0
+  fi
+  start=$(date +%s)
+  "$@" > "$OUT/$name.log" 2>&1
+  rc=$?
+  summary+=("$name: rc=$rc in $(( $(date +%s) - start )) s; $(tail -n 1 "$OUT/$name.log")")
+}
+
+bench() {  # the bench cases given, one per argument, through scripts/device-bench.sh
+  MGJOIN_BIN=$B OUT=$OUT MGJOIN_CASE_TIMEOUT=${MGJOIN_CASE_TIMEOUT:-300} bash scripts/device-bench.sh "$@"
+}
+
+group_suites() {
+  step suites env MGJOIN_SUITE_TIMEOUT=300 MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-tests.sh
+  step differential env MGJOIN_SUITES= MGJOIN_DIFF_CASES=10000 MGJOIN_DIFF_SHARDS=4 MGJOIN_DIFF_GPUS=2 \
+    MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-tests.sh
+}
+
+group_tables_bench() {
+  local g=${MGJOIN_PENDING_GPUS:-2} common="--workload B --scale 0.25 --output materialize --repeat 3"
+  step tables-bench bench \
+    "$common --gpus $g --columns 4 --materialization late" \
+    "$common --gpus $g --columns 4 --materialization carry" \
+    "$common --gpus $g --columns 1 --tables --materialization late" \
+    "$common --gpus $g"
+}
+
+group_ooc_bench() {
+  local g=${MGJOIN_PENDING_GPUS:-2} common="--workload B --scale 1 --repeat 3"
+  MGJOIN_PINNED_CACHE_BYTES=64G step ooc-bench bench \
+    "$common --gpus $g" \
+    "$common --gpus $g --gpu-memory-limit 8G" \
+    "$common --gpus $g --gpu-memory-limit 8G --strategy paper" \
+    "$common --gpus $g --gpu-memory-limit 8G --output materialize"
+}
+
+# One join of the same files, a warm-up then three runs: the median of its --json "seconds" (the join
+# alone, without reading the files: one process's join_tables, or the ranks' collective join).
+ranks_case() {
+  local label=$1 runs=() i
+  shift
+  for i in 0 1 2 3; do
+    "$@" --json > "$OUT/ranks-$label-$i.json" 2>> "$OUT/ranks-bench.err" || { echo "$label: failed (run $i)"; return 1; }
+    [ "$i" -eq 0 ] || runs+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$OUT/ranks-$label-$i.json")")
+  done
+  echo "$label: median $(printf '%s\n' "${runs[@]}" | sort -g | sed -n 2p) s of ${runs[*]}"
+}
+
+ranks_cases() {  # data directory
+  local data=$1 g=${MGJOIN_PENDING_GPUS:-2}
+  local files=(--r-key "$data/r_key.npy" --r-payload "$data/r_payload.npy" --s-key "$data/s_key.npy"
+               --s-payload "$data/s_payload.npy")
+  # Open MPI as root in a container; every rank gets the NVLink multicast guard (the machine's rule).
+  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+             OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np 2 -x NCCL_NVLS_ENABLE)
+  local per_rank=$(( g > 0 ? g / 2 : 0 ))  # each rank its share of the GPUs (0: the CPU path)
+  ranks_case one-process-count "$B/mgjoin" join "${files[@]}" --gpus "$g" --count
+  ranks_case two-ranks-count "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count
+  ranks_case one-process-materialized "$B/mgjoin" join "${files[@]}" --gpus "$g" --out-dir "$data/out1" --overwrite
+  ranks_case two-ranks-materialized "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
+    --out-dir "$data/out2" --overwrite
+}
+
+group_ranks_bench() {
+  local data=${MGJOIN_PENDING_DATA:-/tmp/mgjoin-ranks}
+  step ranks-generate "$B/mgjoin" generate --workload B --scale "${MGJOIN_PENDING_SCALE:-0.25}" --out-dir "$data"
+  step ranks-bench ranks_cases "$data"
+}
+
+group_python() {
+  local target=/tmp/mgjoin-python
+  step python-build python3 -m pip install --no-build-isolation --no-deps --target "$target" \
+    -Cbuild-dir=build/python -Ccmake.define.CMAKE_PREFIX_PATH="$PWD/.deps/usr" .
+  step python-competitors bash -c "python3 -m pip install --no-deps --target $target .whl/duckdb-*.whl &&
+    tar -xJf .whl/polars-site.tar.xz -C $target"
+  step python-tests env PYTHONPATH="$target" python3 -m pytest -q -p no:cacheprovider python/tests
+  step python-compare env PYTHONPATH="$target" python3 python/bench/compare.py --scale 0.1 --repeat 3 \
+    --json "$OUT/compare-1.json"
+  step python-compare-4-columns env PYTHONPATH="$target" python3 python/bench/compare.py --scale 0.1 --repeat 3 \
+    --columns 4 --engines mgjoin,duckdb --json "$OUT/compare-4.json"
+}
+
+group_sanitize_cli() {
+  local tool
+  for tool in memcheck racecheck synccheck initcheck; do
+    step "sanitize-cli-$tool" env MGJOIN_SAN_TOOLS=$tool MGJOIN_SAN_SUITES=cli MGJOIN_SAN_CASES=0 \
+      MGJOIN_SAN_TIMEOUT=140 MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-sanitize.sh
+  done
+}
+
+group_racecheck() {  # suite
+  step "racecheck-$1" env MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_SUITES="$1" MGJOIN_SAN_CASES=0 \
+    MGJOIN_SAN_TIMEOUT=580 MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-sanitize.sh
+}
+
+[ $# -gt 0 ] || { sed -n 2,28p "$0"; exit 2; }
+for group in "$@"; do
+  case $group in
+    suites) group_suites ;;
+    tables-bench) group_tables_bench ;;
+    ooc-bench) group_ooc_bench ;;
+    ranks-bench) group_ranks_bench ;;
+    python) group_python ;;
+    sanitize-cli) group_sanitize_cli ;;
+    racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
+    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, ooc-bench, ranks-bench, python," \
+         "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table)" >&2
+       exit 2 ;;
+  esac
+done
+[ ${#summary[@]} -eq 0 ] || { echo "== summary"; printf '%s\n' "${summary[@]}"; }
