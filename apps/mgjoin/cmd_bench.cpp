@@ -216,82 +216,93 @@ Summary run_bench(BenchArgs& a, const JoinOptions& options, const std::optional<
   return sum;
 }
 
-void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) {
-  const double total = median([&] {
-    std::vector<double> v;
-    for (const auto& r : sum.runs) v.push_back(r.seconds);
-    return v;
-  }());
-  // Median of each phase over the runs, in the order the engine reported them.
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<double>> secs;
+/// What the report says of the runs: medians, bytes moved and the floors they are measured against.
+struct Figures {
+  double total = 0;                    ///< median seconds of a run
+  std::vector<std::string> order;      ///< phases in the order the engine reported them
+  std::map<std::string, double> phase_seconds;  ///< each phase's median over the runs
   std::map<std::string, std::uint64_t> pcie, nvlink;
+  std::uint64_t bytes_pcie = 0, bytes_nvlink = 0;
+  const char* rate_kind = "assumed";   ///< where the H2D rate came from: given, measured or assumed
+  double h2d = 0, floor = 0, keys_floor = 0, output_bytes = 0, output_floor = 0, tuples = 0;
+};
+
+Figures figures_of(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) {
+  Figures f;
+  std::vector<double> totals;
+  for (const auto& r : sum.runs) totals.push_back(r.seconds);
+  f.total = median(totals);
+  std::map<std::string, std::vector<double>> secs;
   for (const auto& r : sum.runs)
     for (const auto& p : r.phases) {
-      if (!secs.count(p.name)) order.push_back(p.name);
+      if (!secs.count(p.name)) f.order.push_back(p.name);
       secs[p.name].push_back(p.seconds);
-      pcie[p.name] = p.bytes_pcie;
-      nvlink[p.name] = p.bytes_nvlink;
+      f.pcie[p.name] = p.bytes_pcie;
+      f.nvlink[p.name] = p.bytes_nvlink;
     }
-  std::uint64_t bytes_pcie = 0, bytes_nvlink = 0;
-  for (const auto& n : order) {
+  for (const auto& n : f.order) {
+    f.phase_seconds[n] = median(secs[n]);
     if (n.ends_with(".total")) continue;  // a phase's own total repeats its parts' bytes
-    bytes_pcie += pcie[n];
-    bytes_nvlink += nvlink[n];
+    f.bytes_pcie += f.pcie[n];
+    f.bytes_nvlink += f.nvlink[n];
   }
   const double input_bytes = static_cast<double>(shape.bytes());
   const double key_bytes = static_cast<double>((shape.r_rows + shape.s_rows) * dtype_size(shape.key_type));
-  const char* rate_kind = a.h2d_gbps > 0 ? "given" : sum.h2d_gbps > 0 ? "measured" : "assumed";
-  const double h2d = a.h2d_gbps > 0 ? a.h2d_gbps : sum.h2d_gbps > 0 ? sum.h2d_gbps : default_h2d_gbps(sum.gpus);
-  const double floor = h2d > 0 ? input_bytes / (h2d * 1e9) : 0;
-  const double keys_floor = h2d > 0 ? key_bytes / (h2d * 1e9) : 0;
-  const auto output_bytes = static_cast<double>(sum.output_bytes);
-  const double output_floor = sum.d2h_gbps > 0 ? output_bytes / (sum.d2h_gbps * 1e9) : 0;
-  const double tuples = static_cast<double>(shape.r_rows + shape.s_rows);
-  const auto& last = sum.runs.back();
+  f.rate_kind = a.h2d_gbps > 0 ? "given" : sum.h2d_gbps > 0 ? "measured" : "assumed";
+  f.h2d = a.h2d_gbps > 0 ? a.h2d_gbps : sum.h2d_gbps > 0 ? sum.h2d_gbps : default_h2d_gbps(sum.gpus);
+  f.floor = f.h2d > 0 ? input_bytes / (f.h2d * 1e9) : 0;
+  f.keys_floor = f.h2d > 0 ? key_bytes / (f.h2d * 1e9) : 0;
+  f.output_bytes = static_cast<double>(sum.output_bytes);
+  f.output_floor = sum.d2h_gbps > 0 ? f.output_bytes / (sum.d2h_gbps * 1e9) : 0;
+  f.tuples = static_cast<double>(shape.r_rows + shape.s_rows);
+  return f;
+}
 
-  if (a.json) {
-    nlohmann::json j;
-    j["workload"] = a.workload.workload;
-    j["scale"] = a.workload.spec.scale;
-    j["selectivity"] = a.workload.spec.selectivity;
-    j["zipf"] = a.workload.spec.zipf;
-    j["seed"] = a.workload.spec.seed;
-    j["r_rows"] = shape.r_rows;
-    j["s_rows"] = shape.s_rows;
-    j["executor"] = last.executor;
-    j["count"] = last.count;
-    j["repeat"] = a.repeat;
-    j["median_seconds"] = total;
-    j["run_seconds"] = nlohmann::json::array();
-    for (const auto& r : sum.runs) j["run_seconds"].push_back(r.seconds);
-    j["throughput_tuples_per_s"] = tuples / total;
-    j["bytes_pcie"] = bytes_pcie;
-    j["bytes_nvlink"] = bytes_nvlink;
-    j["pcie_floor_seconds"] = floor;
-    j["pcie_floor_keys_seconds"] = keys_floor;
-    j["h2d_gbps"] = h2d;
-    j["h2d_gbps_source"] = rate_kind;
-    j["d2h_gbps_measured"] = sum.d2h_gbps;
-    j["output_bytes"] = output_bytes;
-    j["output_d2h_floor_seconds"] = output_floor;
-    j["strategy"] = strategy_name(last.strategy);
-    j["strategy_reason"] = last.strategy_reason;
-    if (a.through_tables()) {
-      j["tables"] = {{"columns", a.columns}, {"how", a.how}, {"materialization", sum.materialization}};
-      if (sum.gather_floor.fresh > 0) {
-        j["tables"]["gather_floor_seconds"] = sum.gather_floor.fresh;
-        j["tables"]["gather_into_touched_memory_seconds"] = sum.gather_floor.touched;
-      }
+void report_json(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum, const Figures& f) {
+  const auto& last = sum.runs.back();
+  nlohmann::json j;
+  j["workload"] = a.workload.workload;
+  j["scale"] = a.workload.spec.scale;
+  j["selectivity"] = a.workload.spec.selectivity;
+  j["zipf"] = a.workload.spec.zipf;
+  j["seed"] = a.workload.spec.seed;
+  j["r_rows"] = shape.r_rows;
+  j["s_rows"] = shape.s_rows;
+  j["executor"] = last.executor;
+  j["count"] = last.count;
+  j["repeat"] = a.repeat;
+  j["median_seconds"] = f.total;
+  j["run_seconds"] = nlohmann::json::array();
+  for (const auto& r : sum.runs) j["run_seconds"].push_back(r.seconds);
+  j["throughput_tuples_per_s"] = f.tuples / f.total;
+  j["bytes_pcie"] = f.bytes_pcie;
+  j["bytes_nvlink"] = f.bytes_nvlink;
+  j["pcie_floor_seconds"] = f.floor;
+  j["pcie_floor_keys_seconds"] = f.keys_floor;
+  j["h2d_gbps"] = f.h2d;
+  j["h2d_gbps_source"] = f.rate_kind;
+  j["d2h_gbps_measured"] = sum.d2h_gbps;
+  j["output_bytes"] = f.output_bytes;
+  j["output_d2h_floor_seconds"] = f.output_floor;
+  j["strategy"] = strategy_name(last.strategy);
+  j["strategy_reason"] = last.strategy_reason;
+  if (a.through_tables()) {
+    j["tables"] = {{"columns", a.columns}, {"how", a.how}, {"materialization", sum.materialization}};
+    if (sum.gather_floor.fresh > 0) {
+      j["tables"]["gather_floor_seconds"] = sum.gather_floor.fresh;
+      j["tables"]["gather_into_touched_memory_seconds"] = sum.gather_floor.touched;
     }
-    j["peak_host_bytes"] = last.peak_host_bytes;
-    if (sum.verified) j["verified_count"] = sum.cpu_count;
-    for (const auto& n : order)
-      j["phases"].push_back({{"name", n}, {"median_seconds", median(secs[n])}, {"bytes_pcie", pcie[n]},
-                             {"bytes_nvlink", nvlink[n]}});
-    std::printf("%s\n", j.dump(2).c_str());
-    return;
   }
+  j["peak_host_bytes"] = last.peak_host_bytes;
+  if (sum.verified) j["verified_count"] = sum.cpu_count;
+  for (const auto& n : f.order)
+    j["phases"].push_back({{"name", n}, {"median_seconds", f.phase_seconds.at(n)}, {"bytes_pcie", f.pcie.at(n)},
+                           {"bytes_nvlink", f.nvlink.at(n)}});
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+void report_text(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum, const Figures& f) {
+  const auto& last = sum.runs.back();
   std::printf("workload %s  scale %g  selectivity %g  zipf %g  seed %llu:  |R| = %lld, |S| = %lld\n",
               a.workload.workload.c_str(), a.workload.spec.scale, a.workload.spec.selectivity, a.workload.spec.zipf,
               static_cast<unsigned long long>(a.workload.spec.seed), static_cast<long long>(shape.r_rows),
@@ -299,28 +310,37 @@ void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) 
   std::printf("executor  %s\n", last.executor.c_str());
   std::printf("strategy  %s: %s\n", strategy_name(last.strategy), last.strategy_reason.c_str());
   std::printf("%-22s %12s %14s %14s\n", "phase (median)", "seconds", "PCIe GB", "NVLink GB");
-  for (const auto& n : order)
-    std::printf("%-22s %12.4f %14.2f %14.2f\n", n.c_str(), median(secs[n]), pcie[n] / 1e9, nvlink[n] / 1e9);
-  std::printf("%-22s %12.4f %14.2f %14.2f\n", "total", total, bytes_pcie / 1e9, bytes_nvlink / 1e9);
+  for (const auto& n : f.order)
+    std::printf("%-22s %12.4f %14.2f %14.2f\n", n.c_str(), f.phase_seconds.at(n), f.pcie.at(n) / 1e9,
+                f.nvlink.at(n) / 1e9);
+  std::printf("%-22s %12.4f %14.2f %14.2f\n", "total", f.total, f.bytes_pcie / 1e9, f.bytes_nvlink / 1e9);
   std::printf("matches %llu%s\n", static_cast<unsigned long long>(last.count),
               sum.verified ? " (equal to the CPU path)" : "");
-  std::printf("throughput %.3f G tuples/s   ", tuples / total / 1e9);
-  if (floor > 0) {
+  std::printf("throughput %.3f G tuples/s   ", f.tuples / f.total / 1e9);
+  if (f.floor > 0) {
     std::printf("PCIe floor %.4f s (inputs once at the %s %.1f GB/s): %.2fx the floor; keys only %.4f s: %.2fx\n",
-                floor, rate_kind, h2d, total / floor, keys_floor, total / keys_floor);
-    if (output_floor > 0)
-      std::printf("output D2H floor %.4f s (%.2f GB at the measured %.1f GB/s)\n", output_floor, output_bytes / 1e9,
+                f.floor, f.rate_kind, f.h2d, f.total / f.floor, f.keys_floor, f.total / f.keys_floor);
+    if (f.output_floor > 0)
+      std::printf("output D2H floor %.4f s (%.2f GB at the measured %.1f GB/s)\n", f.output_floor, f.output_bytes / 1e9,
                   sum.d2h_gbps);
   } else
     std::printf("(CPU path: no PCIe floor)\n");
-  if (sum.gather_floor.fresh > 0 && secs.count("table.gather")) {
-    const double gather = median(secs["table.gather"]);
+  if (sum.gather_floor.fresh > 0 && f.phase_seconds.count("table.gather")) {
+    const double gather = f.phase_seconds.at("table.gather");
     std::printf("tables (%d columns a side, %s, %s): table.gather %.4f s; gather floor %.4f s (the same rows and "
                 "columns, one plain parallel gather into new columns): %.2fx it; into memory already touched %.4f "
                 "s: %.2fx\n",
                 a.columns, a.how.c_str(), sum.materialization.c_str(), gather, sum.gather_floor.fresh,
                 gather / sum.gather_floor.fresh, sum.gather_floor.touched, gather / sum.gather_floor.touched);
   }
+}
+
+void report(const BenchArgs& a, const WorkloadShape& shape, const Summary& sum) {
+  const Figures f = figures_of(a, shape, sum);
+  if (a.json)
+    report_json(a, shape, sum, f);
+  else
+    report_text(a, shape, sum, f);
 }
 
 }  // namespace
