@@ -26,10 +26,14 @@ enum class OutputMode : std::uint8_t { Count, Ranges, Materialize };
 /// - Paper: the paper's flow (sort chunksets on the GPUs, copy them back, merge on the CPU when a
 ///   relation took several chunksets, copy the keys in again and join). Sorts the inputs in place.
 /// - CoPartitioned: R and S range-partitioned by shared splitters as they arrive, each GPU sorts and
-///   joins the partition pair it owns, output built on the GPU and copied out once. Every input byte
-///   crosses PCIe once; needs R and S (with sort scratch) to fit the GPUs' memory. Leaves the caller's
-///   inputs untouched. Count and materialized output only (ranges index sorted inputs: paper flow).
-/// - Auto: CoPartitioned whenever it can run (in core, output not Ranges), else Paper.
+///   joins the partition pair it owns, output built on the GPU and copied out once. In core (R and S
+///   with sort scratch fit the GPUs: every input byte crosses PCIe once), streamed (the smaller one
+///   fits: kept, the larger streams through once) or bucketed (neither fits: pinned host buckets, then
+///   bucket groups joined in core). Leaves the caller's inputs untouched. Count and materialized output
+///   only (ranges index sorted inputs: paper flow).
+/// - Auto: CoPartitioned wherever it can run, unless the tuning file timed Paper faster on this GPU set
+///   or the cost model predicts it faster, or host memory cannot hold the buckets; Paper also takes over
+///   (from the untouched inputs) when a co-partitioned plan misses before any output was made.
 enum class JoinStrategy : std::uint8_t { Auto, Paper, CoPartitioned };
 /// How the co-partitioned flow brings payloads into a materialized output (the paper flow carries them).
 /// - Carry: payloads cross PCIe with their keys and are sorted with them.
