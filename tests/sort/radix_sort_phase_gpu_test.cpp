@@ -150,8 +150,10 @@ INSTANTIATE_TEST_SUITE_P(GpusAndExchanges, RadixSortPhase,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4),
                                             ::testing::Values(Exchange::CopyEngines, Exchange::Nccl)),
                          [](const auto& info) {
-                           return "g" + std::to_string(std::get<0>(info.param)) +
-                                  (std::get<1>(info.param) == Exchange::Nccl ? "_nccl" : "_copy_engines");
+                           std::string name = "g";  // not "g" + to_string(): GCC 12's false -Wrestrict (bug 105329)
+                           name += std::to_string(std::get<0>(info.param));
+                           name += std::get<1>(info.param) == Exchange::Nccl ? "_nccl" : "_copy_engines";
+                           return name;
                          });
 
 }  // namespace
