@@ -361,20 +361,30 @@ std::pair<TableSource, TableSource> resolve_inputs(const JoinArgs& a) {
   return {std::move(r), std::move(s)};
 }
 
+/// Whether `folder` is `out` or one of its part-N folders: where --overwrite would replace files.
+bool in_output(const fs::path& folder, const fs::path& out) {
+  return folder == out || (folder.parent_path() == out && is_part_folder_name(folder.filename().string()));
+}
+
 /// --out-dir, checked before any data is read: a place a table can be written that holds no table
-/// unless --overwrite, and no input of this join (the output would replace what it was made from).
+/// unless --overwrite, and no input of this join (the output would replace what it was made from):
+/// every input file (each part's, for a table in parts) is compared by where its name lies and by where
+/// its data lies (a link followed), both with links resolved.
 void check_out_dir(const JoinArgs& a, const TableSource& r, const TableSource& s) {
-  const fs::path out = a.out_dir;
-  check_output_directory(out, "--out-dir", a.overwrite ? ExistingTable::Replace : ExistingTable::Refuse, "--overwrite");
+  check_output_directory(a.out_dir, "--out-dir", a.overwrite ? ExistingTable::Replace : ExistingTable::Refuse,
+                         "--overwrite");
   std::error_code ec;
+  const fs::path out = fs::weakly_canonical(a.out_dir, ec);
+  if (ec) return;  // what cannot be resolved holds nothing of ours
   for (const TableSource* src : {&r, &s})
-    for (const ColumnSource& c : src->columns) {
-      // A column's folder; for a table in parts, the folder above its part folders too.
-      const fs::path dir = c.path.parent_path().empty() ? fs::path(".") : c.path.parent_path();
-      const bool inside = fs::equivalent(dir, out, ec) || (!c.parts.empty() && fs::equivalent(dir.parent_path(), out, ec));
-      MGJOIN_INPUT_EXPECTS(!inside, "--out-dir " + a.out_dir + ": holds this join's input " + c.path.string() + " (" +
-                                        c.option + "): write the output elsewhere");
-    }
+    for (const ColumnSource& c : src->columns)
+      for (const fs::path& file : c.parts.empty() ? std::vector<fs::path>{c.path} : c.parts) {
+        const fs::path name_folder = fs::weakly_canonical(file.parent_path().empty() ? "." : file.parent_path(), ec);
+        const fs::path data_folder = fs::weakly_canonical(file, ec).parent_path();
+        MGJOIN_INPUT_EXPECTS(!in_output(name_folder, out) && !in_output(data_folder, out),
+                             "--out-dir " + a.out_dir + ": holds this join's input " + file.string() + " (" +
+                                 c.option + "): write the output elsewhere");
+      }
 }
 
 /// The files of one side that every rank reads its rows of.

@@ -113,15 +113,14 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
   return std::chrono::duration<double>(b - a).count();
 }
 
-/// After --overwrite's new manifest is in place: what the table an earlier run left beside it (whole
-/// column files, part folders past this run's ranks) goes, so that the directory holds one table.
-void remove_stale_table_files(const fs::path& out_dir, const PartsTable& table) {
-  std::error_code ignored;
-  for (const fs::path& p : table_files_in(out_dir)) {
-    const bool current = p.filename() == "manifest.json" ||
-                         std::find(table.part_dirs.begin(), table.part_dirs.end(), p) != table.part_dirs.end();
-    if (!current) fs::remove_all(p, ignored);
-  }
+/// Of an earlier table's files (`earlier`, from table_files_in), those the new one did not replace: its
+/// whole-table column files and its part folders past this run's ranks (its manifest is gone already).
+std::vector<fs::path> beside(const std::vector<fs::path>& earlier, const PartsTable& table) {
+  std::vector<fs::path> left;
+  for (const fs::path& p : earlier)
+    if (p.filename() != "manifest.json" && std::find(table.part_dirs.begin(), table.part_dirs.end(), p) == table.part_dirs.end())
+      left.push_back(p);
+  return left;
 }
 
 }  // namespace
@@ -140,10 +139,6 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
     Slice r, s;
     const auto t_read = std::chrono::steady_clock::now();
     dist::agree(MPI_COMM_WORLD, [&] {
-      if (writes && rank == 0) {
-        prepare_output_directory(out_dir, "--out-dir");
-        fs::remove(out_dir / "manifest.json");  // the manifest marks committed parts: a new one comes last
-      }
       r = read_slice(q.left, q.left_rows, rank, ranks);
       s = read_slice(q.right, q.right_rows, rank, ranks);
     });
@@ -160,15 +155,24 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
       const fs::path part = out_dir / ("part-" + std::to_string(rank));
       std::vector<StagedColumnFile> staged;
       dist::agree(MPI_COMM_WORLD, [&] {
+        prepare_output_directory(out_dir, "--out-dir");
+        MGJOIN_INPUT_EXPECTS(!fs::is_symlink(part), "--out-dir " + part.string() + ": a link; the part is not written through it");
         fs::create_directories(part);
         staged = stage_join_outputs(part, result.local, q.options);
         throw_if_interrupted();
       });
       test_kill_point(rank, "staged");
       // Every rank still there before any renames: one lost in between ends the job (the launcher kills
-      // the others here) with nothing committed. One lost during the renames leaves parts but no
-      // manifest.json, which alone marks a complete output.
+      // the others here) with nothing committed and an earlier table as it was. From here on the
+      // manifest, which alone marks a complete output, is gone until the new one is written last: a rank
+      // lost during the renames leaves parts but no manifest.json.
       MPI_Barrier(MPI_COMM_WORLD);
+      std::vector<fs::path> earlier;  // rank 0, --overwrite: the earlier table's files, found beside its manifest
+      dist::agree(MPI_COMM_WORLD, [&] {
+        if (rank != 0 || !q.overwrite) return;
+        earlier = table_files_in(out_dir);
+        remove_table_files(std::vector<fs::path>{out_dir / "manifest.json"});
+      });
       dist::agree(MPI_COMM_WORLD, [&] { commit_all(staged, q.overwrite ? table_files_in(part) : std::vector<fs::path>{}); });
       std::vector<std::uint64_t> rows(static_cast<std::size_t>(ranks));
       const std::uint64_t mine = result.local.count;
@@ -181,9 +185,9 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
           table.part_dirs.push_back(out_dir / ("part-" + std::to_string(i)));
           table.part_rows.push_back(static_cast<std::int64_t>(rows[static_cast<std::size_t>(i)]));
         }
+        remove_table_files(beside(earlier, table));
         write_parts_manifest(out_dir, table);
         outputs.push_back((out_dir / "manifest.json").string());
-        if (q.overwrite) remove_stale_table_files(out_dir, table);
       });
     }
     const double write_s = seconds_between(t_write, std::chrono::steady_clock::now());

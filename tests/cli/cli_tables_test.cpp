@@ -129,6 +129,34 @@ TEST_F(CliTables, TheOutputNeverGoesWhereItsInputsAre) {
   auto names = entries("a");
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"k.npy", "p.npy"}));
+
+  // An input in a part folder of the output, reached through a link, or one part of a table in parts
+  // that is itself the output's part: each would be replaced by --overwrite.
+  const auto expect_refused = [&](const std::string& args, const std::string& input) {
+    const CliResult r = mgjoin(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("holds this join's input " + input), std::string::npos) << args << "\n" << r.err;
+  };
+  std::filesystem::create_directories(dir() / "t/part-0");
+  std::filesystem::copy(dir() / "a/k.npy", dir() / "t/part-0/k.npy");
+  write_file("t/manifest.json", "{}");
+  expect_refused("join --r-dir t/part-0 --s-dir b --r-key k --s-key k --gpus 0 --overwrite --out-dir t", "t/part-0/k.npy");
+  std::filesystem::create_directories(dir() / "linked");
+  std::filesystem::create_symlink(dir() / "a/k.npy", dir() / "linked/k.npy");
+  expect_refused("join --r-dir linked --s-dir b --r-key k --s-key k --gpus 0 --overwrite --out-dir a", "linked/k.npy");
+  ASSERT_EQ(mgjoin("join --r-dir a --s-dir b --r-key k --s-key k --gpus 0 --out-dir whole").exit_code, 0);
+  const std::string parts_dir = dir() / "parts";
+  std::filesystem::create_directories(parts_dir + "/part-0");
+  std::filesystem::create_directories(parts_dir + "/part-1");
+  for (const char* f : {"key.npy", "r.p.npy", "s.w.npy"}) {
+    std::filesystem::copy(dir() / "whole" / f, parts_dir + "/part-0/" + f);
+    std::filesystem::copy(dir() / "whole" / f, parts_dir + "/part-1/" + f);
+  }
+  write_parts_manifest(parts_dir, PartsTable{{"key.npy", "r.p.npy", "s.w.npy"},
+                                             {parts_dir + "/part-0", parts_dir + "/part-1"},
+                                             {4, 4}});
+  expect_refused("join --r-dir parts --s-dir b --s-key k --r-columns r.p --gpus 0 --overwrite --out-dir parts/part-1",
+                 "parts/part-1/key.npy");
 }
 
 TEST_F(CliTables, ARunThatFailsBeforeWritingCreatesNoOutputDirectory) {

@@ -150,6 +150,24 @@ sys.path.insert(0, sys.argv[1])
 import npy
 assert npy.same_rows(os.path.join(sys.argv[1], "again"), os.path.join(sys.argv[1], "one"), int(sys.argv[2]))["ranks"] == 2
 PY
+# A run with --overwrite that fails before its commit leaves the earlier table as it was.
+MGJOIN_TEST_KILL_RANK=1:read timeout 120 "$mpiexec" "$np" 2 "$mgjoin" join "${files[@]}" --out-dir "$dir/again" \
+  --overwrite > /dev/null 2>&1 && fail "a rank killed before the commit: exit status 0"
+python3 - "$dir" "$want" <<'PY' || fail "a failed --overwrite run damaged the earlier table"
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import npy
+npy.same_rows(os.path.join(sys.argv[1], "again"), os.path.join(sys.argv[1], "one"), int(sys.argv[2]))
+PY
+# A part folder that is a link is not written through (it may lead to the user's own files).
+mkdir -p "$dir/sym" "$dir/user"
+echo precious > "$dir/user/precious.npy"
+ln -s "$dir/user" "$dir/sym/part-1"
+status=0
+"$mpiexec" "$np" 2 "$mgjoin" join "${files[@]}" --out-dir "$dir/sym" --overwrite > /dev/null 2> "$dir/err" || status=$?
+[ "$status" -ne 0 ] && grep -q "part-1: a link" "$dir/err" || fail "a linked part folder: status $status: $(cat "$dir/err")"
+[ "$(cat "$dir/user/precious.npy")" = precious ] && [ "$(ls "$dir/user")" = precious.npy ] ||
+  fail "a linked part folder: the files it leads to changed: $(ls "$dir/user")"
 
 # Errors: one line, printed once, with one process's exit status (2: bad input).
 expect_error() {  # pattern, then the mgjoin join arguments
@@ -175,7 +193,9 @@ for step in read staged; do
   grep -qiE "rank [0-9]+.*(signal 9|killed)|exited on signal 9" "$dir/err" ||
     fail "rank 1 killed at $step: the launcher did not say a rank died: $(cat "$dir/err")"
   [ ! -e "$dir/killed-$step/manifest.json" ] || fail "rank 1 killed at $step: a manifest was written"
-  committed=$(find "$dir/killed-$step" -name '*.npy' | wc -l)
+  committed=0  # killed at read: not even the directory was made (it is made when there is output to write)
+  [ ! -d "$dir/killed-$step" ] || committed=$(find "$dir/killed-$step" -name '*.npy' | wc -l)
+  [ "$step" != read ] || [ ! -e "$dir/killed-$step" ] || fail "rank 1 killed at read: the output directory was made"
   [ "$committed" = 0 ] || fail "rank 1 killed at $step: $committed part files committed"
 done
 echo "cli_ranks_test: passed"

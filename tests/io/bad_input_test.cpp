@@ -234,10 +234,40 @@ TEST_F(BadInput, TableFilesAreColumnFilesManifestsAndPartFolders) {
   for (const char* f : {"key.npy", "r.v.NPY", "manifest.json", "notes.txt", "r_key.bin", ".key.npy.tmp-1-0"})
     write_file_bytes(dir() / f, "x");
   for (const char* d : {"part-0", "part-12", "part-", "part-x", "sub"}) fs::create_directory(dir() / d);
-  std::vector<std::string> names;
-  for (const fs::path& p : table_files_in(dir())) names.push_back(p.filename().string());
-  EXPECT_EQ(names, (std::vector<std::string>{"key.npy", "manifest.json", "part-0", "part-12", "r.v.NPY"}));
+  const auto names_in = [](const fs::path& d) {
+    std::vector<std::string> names;
+    for (const fs::path& p : table_files_in(d)) names.push_back(p.filename().string());
+    return names;
+  };
+  EXPECT_EQ(names_in(dir()), (std::vector<std::string>{"key.npy", "manifest.json", "part-0", "part-12", "r.v.NPY"}));
   EXPECT_TRUE(table_files_in(dir() / "missing").empty());
+  // Without a manifest a folder named part-N is the user's, not a part.
+  fs::remove(dir() / "manifest.json");
+  EXPECT_EQ(names_in(dir()), (std::vector<std::string>{"key.npy", "r.v.NPY"}));
+}
+
+TEST_F(BadInput, AStalePartFolderLosesItsColumnsButKeepsOtherFiles) {
+  write_file_bytes(dir() / "manifest.json", "{}");
+  fs::create_directory(dir() / "part-0");
+  write_file_bytes(dir() / "part-0" / "key.npy", "old part");
+  write_file_bytes(dir() / "part-0" / "notes.txt", "the user's");
+  fs::create_directory(dir() / "elsewhere");
+  write_file_bytes(dir() / "elsewhere" / "precious.npy", "the user's column");
+  fs::create_directory_symlink(dir() / "elsewhere", dir() / "part-1");
+  std::vector<StagedColumnFile> files;
+  files.push_back(stage_column(dir() / "key.npy", kView));
+  commit_all(files, table_files_in(dir()));
+  auto names = entries();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"elsewhere", "key.npy", "part-0"}));
+  EXPECT_FALSE(fs::exists(dir() / "part-0" / "key.npy"));
+  EXPECT_TRUE(fs::exists(dir() / "part-0" / "notes.txt")) << "a part folder's other files are the user's";
+  EXPECT_TRUE(fs::exists(dir() / "elsewhere" / "precious.npy")) << "a linked part: the link goes, not its target";
+  fs::create_directory_symlink(dir() / "elsewhere", dir() / "part-2");
+  remove_table_files(std::vector<fs::path>{dir() / "part-2", dir() / "part-0", dir() / "nothing-there.npy"});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir() / "part-2")));
+  EXPECT_TRUE(fs::exists(dir() / "elsewhere" / "precious.npy"));
+  EXPECT_TRUE(fs::exists(dir() / "part-0" / "notes.txt"));
 }
 
 TEST_F(BadInput, AnOutputDirectoryIsCheckedWithoutBeingCreated) {
@@ -265,6 +295,7 @@ TEST_F(BadInput, AnOutputDirectoryHoldingATableIsRefusedUnlessReplaced) {
 TEST_F(BadInput, CommitAllRemovesWhatItWasToldIsStaleOnlyWhenEveryFileIsInPlace) {
   write_file_bytes(dir() / "a.npy", "old a");
   write_file_bytes(dir() / "old.npy", "old column");
+  write_file_bytes(dir() / "manifest.json", "{}");  // part-3 is a part beside it
   fs::create_directory(dir() / "part-3");
   write_file_bytes(dir() / "part-3" / "a.npy", "old part");
   {  // a failed commit: the stale files stay, and so does the replaced one
@@ -276,7 +307,7 @@ TEST_F(BadInput, CommitAllRemovesWhatItWasToldIsStaleOnlyWhenEveryFileIsInPlace)
   }
   auto names = entries();
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"a.npy", "old.npy", "part-3"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"a.npy", "manifest.json", "old.npy", "part-3"}));
   EXPECT_TRUE(fs::exists(dir() / "part-3" / "a.npy"));
   std::vector<StagedColumnFile> files;
   files.push_back(stage_column(dir() / "a.npy", kView));

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mgjoin {
@@ -78,8 +79,9 @@ StagedColumnFile stage_column(const std::filesystem::path& path, ColumnView colu
 /// left as it was (files already at the final names are moved aside first and put back when a later
 /// rename fails). The paths in `stale` (files or folders an earlier output left, e.g. from
 /// table_files_in) are moved aside with them and deleted once every new file is in place, so that what
-/// the directory holds afterwards is the new output alone. @throw InputError naming the file when a
-/// rename fails or a final name is a directory.
+/// the directory holds afterwards is the new output alone (a stale folder's other files, the user's, are
+/// kept: see remove_table_files). @throw InputError naming the file when a rename fails or a final name
+/// is a directory.
 void commit_all(std::span<StagedColumnFile> files, std::span<const std::filesystem::path> stale = {});
 
 /// stage_column + commit.
@@ -113,9 +115,17 @@ HostColumn read_column_concat(std::span<const std::filesystem::path> paths, std:
 /// @throw InputError "--out-dir D: ..." when it is not a directory or not writable.
 void prepare_output_directory(const std::filesystem::path& dir, const char* option);
 
-/// What a reader of `dir` takes for a table (read_table_dir's `*.npy` column files; a table in parts'
-/// manifest.json and part-N folders), sorted by name; nothing when `dir` does not exist.
+/// Whether a folder's name is that of a part of a table in parts: part-N.
+bool is_part_folder_name(std::string_view name);
+
+/// What a reader of `dir` takes for a table (its `*.npy` column files; a table in parts' manifest.json
+/// and, beside it, its part-N folders), sorted by name; nothing when `dir` does not exist.
 std::vector<std::filesystem::path> table_files_in(const std::filesystem::path& dir);
+
+/// Removes an earlier table's files (from table_files_in): column files and links (never what a link
+/// points to), manifests, and a part folder's column files, then the folder unless other files remain.
+/// @throw InputError naming the first that cannot be removed.
+void remove_table_files(std::span<const std::filesystem::path> paths);
 
 /// Whether a table output may go into a directory that already holds one.
 enum class ExistingTable { Refuse, Replace };

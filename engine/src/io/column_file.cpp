@@ -79,12 +79,24 @@ ColumnFileInfo inspect(const detail::FileHandle& file, const fs::path& path, std
   return file_format_of(path) == FileFormat::Npy ? inspect_npy(file) : inspect_raw(file, raw_type);
 }
 
-/// Hidden and unique per process and call, so that concurrent writers never share a temp file.
+/// This host's name, for temp names: ranks on several hosts that share a directory may share pids.
+const std::string& host_name() {
+  static const std::string name = [] {
+    char buffer[256] = {};
+    if (::gethostname(buffer, sizeof buffer - 1) != 0) return std::string("host");
+    std::string n = buffer;
+    std::replace(n.begin(), n.end(), '/', '_');
+    return n;
+  }();
+  return name;
+}
+
+/// Hidden and unique per host, process and call, so that concurrent writers never share a temp file.
 fs::path temp_path_for(const fs::path& final_path) {
   static std::atomic<std::uint64_t> counter{0};
   std::string name = ".";
   name += final_path.filename().string();
-  name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  name += ".tmp-" + host_name() + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   return final_path.parent_path() / name;
 }
 
@@ -202,12 +214,6 @@ void move_aside(std::span<const fs::path> paths, bool folders, std::vector<Moved
   }
 }
 
-/// Whether the name is a part folder of a table in parts: part-N.
-bool is_part_folder_name(const std::string& name) {
-  return name.size() > 5 && name.starts_with("part-") &&
-         std::all_of(name.begin() + 5, name.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
 /// Fails with "`failure`: why" unless a file can be created in `dir` (access() says yes to root for any
 /// directory; creating a file is the real test).
 void expect_writable(const fs::path& dir, const std::string& failure) {
@@ -217,6 +223,28 @@ void expect_writable(const fs::path& dir, const std::string& failure) {
   ::close(fd);
   std::error_code ignored;
   fs::remove(probe, ignored);
+}
+
+bool is_column_file(const fs::directory_entry& entry) {
+  return (entry.is_regular_file() || entry.is_symlink()) && file_format_of(entry.path()) == FileFormat::Npy;
+}
+
+/// Removes what an earlier table left at `path`: a file or a link (never what a link points to), or a
+/// part folder's column files and then the folder, unless it holds other files (the user's: kept).
+/// Returns the error of the first removal that failed.
+std::error_code remove_table_entry(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (!fs::exists(st)) return {};
+  if (!fs::is_directory(st)) {
+    fs::remove(path, ec);
+    return ec;
+  }
+  for (const auto& entry : fs::directory_iterator(path, ec))
+    if (is_column_file(entry) && !fs::remove(entry.path(), ec) && ec) return ec;
+  if (ec) return ec;
+  if (fs::is_empty(path, ec)) fs::remove(path, ec);
+  return ec;
 }
 
 }  // namespace
@@ -245,7 +273,17 @@ void commit_all(std::span<StagedColumnFile> files, std::span<const fs::path> sta
     put_back(aside);
     throw;
   }
-  for (const MovedAside& m : aside) fs::remove_all(m.backup, ignored);
+  // What stays of an old part folder (the user's own files) goes back under its name.
+  for (const MovedAside& m : aside) {
+    remove_table_entry(m.backup);
+    if (fs::exists(fs::symlink_status(m.backup, ignored))) fs::rename(m.backup, m.path, ignored);
+  }
+}
+
+void remove_table_files(std::span<const fs::path> paths) {
+  for (const fs::path& p : paths)
+    if (const std::error_code ec = remove_table_entry(p))
+      throw InputError(p.string() + ": cannot remove the earlier table's file: " + ec.message());
 }
 
 void write_column(const fs::path& path, ColumnView column) { stage_column(path, column).commit(); }
@@ -261,16 +299,22 @@ void prepare_output_directory(const fs::path& dir, const char* option) {
   expect_writable(dir, name + ": output directory is not writable");
 }
 
+bool is_part_folder_name(std::string_view name) {
+  return name.size() > 5 && name.starts_with("part-") &&
+         std::all_of(name.begin() + 5, name.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
 std::vector<fs::path> table_files_in(const fs::path& dir) {
   std::vector<fs::path> found;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return found;
+  // Part folders are a table's only beside its manifest: a folder that happens to be named part-2024
+  // is the user's.
+  const bool manifest = fs::is_regular_file(dir / "manifest.json", ec);
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool column = entry.is_regular_file() && file_format_of(entry.path()) == FileFormat::Npy;
-    const bool parts = (entry.is_regular_file() && name == "manifest.json") ||
-                       (entry.is_directory() && is_part_folder_name(name));
-    if (column || parts) found.push_back(entry.path());
+    const bool parts = manifest && (name == "manifest.json" || (entry.is_directory() && is_part_folder_name(name)));
+    if (is_column_file(entry) || parts) found.push_back(entry.path());
   }
   std::sort(found.begin(), found.end());
   return found;
