@@ -36,7 +36,12 @@ step() {  # name, then the command; its output goes to $OUT/<name>.log
   local name=$1 start rc
   shift
   if [ -n "${MGJOIN_PENDING_DRY:-}" ]; then
-    echo "[$name] $*"
+    if [ "$1" = bench ]; then
+      shift
+      printf "[$name] mgjoin bench %s\n" "$@"  # one line per case
+    else
+      echo "[$name] $*"
+    fi
     return 0
   fi
   start=$(date +%s)

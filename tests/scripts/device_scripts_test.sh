@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The device machine's scripts, tried where they can be: on the CPU path, without GPUs. A session with
+# device time should not spend it on a script that does not parse or a group that names a wrong option.
+#   device_scripts_test.sh MGJOIN DIFFERENTIAL [MPIEXEC]
+set -euo pipefail
+mgjoin=$1 differential=$2 mpiexec=${3:-}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAILED: $*" >&2; exit 1; }
+
+for s in "$root"/scripts/*.sh; do bash -n "$s" || fail "$s does not parse"; done
+
+# A binary folder as scripts/pack-devbin.sh makes it (mgjoin, differential; no GPU suites here).
+mkdir "$dir/bin"
+ln -s "$mgjoin" "$dir/bin/mgjoin"
+ln -s "$differential" "$dir/bin/differential"
+cd "$root"
+
+groups=(suites tables-bench ooc-bench ranks-bench python sanitize-cli racecheck-copart racecheck-e2e racecheck-table)
+dry=$(MGJOIN_PENDING_DRY=1 OUT="$dir/out" bash scripts/device-pending.sh "${groups[@]}")
+for step in suites differential tables-bench ooc-bench ranks-generate ranks-bench python-build python-tests \
+            python-compare-4-columns sanitize-cli-memcheck racecheck-copart racecheck-table; do
+  grep -q "^\[$step\]" <<< "$dry" || fail "device-pending.sh's dry run has no step $step: $dry"
+done
+for used in $(grep -o 'scripts/[a-z-]*\.sh' scripts/device-pending.sh | sort -u); do
+  [ -f "$used" ] || fail "device-pending.sh runs $used, which does not exist"
+done
+status=0
+bash scripts/device-pending.sh no-such-group > /dev/null 2>&1 || status=$?
+[ "$status" = 2 ] || fail "an unknown group: exit status $status, not 2"
+
+# Every bench case of the bench groups runs as given, but on the CPU path and tiny.
+cases=$(grep "^\[[a-z-]*\] mgjoin bench " <<< "$dry" | sed 's/^\[[a-z-]*\] mgjoin bench //')
+[ "$(wc -l <<< "$cases")" -ge 8 ] || fail "device-pending.sh's bench cases: $cases"
+while read -r args; do
+  args=$(sed -E 's/--gpus [0-9]+/--gpus 0/; s/--scale [0-9.e-]+/--scale 0.0001/; s/--repeat [0-9]+/--repeat 1/' <<< "$args")
+  "$mgjoin" bench $args --warmup 0 > /dev/null 2> "$dir/err" || fail "mgjoin bench $args: $(cat "$dir/err")"
+done <<< "$cases"
+
+# device-bench.sh's summary of a table run, and device-tests.sh's differential step.
+summary=$(MGJOIN_BIN="$dir/bin" OUT="$dir/bench" bash scripts/device-bench.sh \
+  "--workload B --scale 0.0001 --gpus 0 --repeat 1 --columns 2 --output materialize")
+grep -q "gather floor" <<< "$summary" || fail "device-bench.sh: no gather floor in: $summary"
+diff_out=$(MGJOIN_BIN="$dir/bin" OUT="$dir/tests" MGJOIN_SUITES= MGJOIN_DIFF_CASES=20 MGJOIN_DIFF_GPUS=0 \
+  MGJOIN_DIFF_SEED=5 bash scripts/device-tests.sh)
+grep -q "differential: 20 cases, 0 mismatches" <<< "$diff_out" || fail "device-tests.sh: $diff_out"
+
+# ranks-bench end to end on the CPU path: four medians.
+if [ -n "$mpiexec" ]; then
+  out=$(PATH="$(dirname "$mpiexec"):$PATH" MGJOIN_BIN="$dir/bin" OUT="$dir/ranks" MGJOIN_PENDING_GPUS=0 \
+    MGJOIN_PENDING_SCALE=0.0001 MGJOIN_PENDING_DATA="$dir/data" bash scripts/device-pending.sh ranks-bench)
+  grep -q "ranks-bench: rc=0" <<< "$out" || fail "ranks-bench: $out"
+  [ "$(grep -c "median" "$dir/ranks/ranks-bench.log")" = 4 ] || fail "ranks-bench: $(cat "$dir/ranks/ranks-bench.log")"
+fi
+echo "device_scripts_test: passed"
