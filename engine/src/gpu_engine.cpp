@@ -33,7 +33,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -254,22 +253,8 @@ struct Engine::Impl {
     if (needed > 0) alloc::expect_host_memory(needed, "the merge phase's buffers (the inputs take several chunksets)");
   }
 
-  /// One join on this engine (Engine::join_checked's body, inside its cancel scope and pins): the
-  /// co-partitioned flow where it is tried and fits (try_copart), else the paper flow (run_paper).
+  /// One join on this engine (Engine::join_checked's body, inside its cancel scope and pins).
   JoinResult run(RelationView r, RelationView s, const JoinOptions& options);
-
-  /// Reports a phase to the caller's progress callback; every report is a cancellation point.
-  using Report = std::function<void(const char* phase, double fraction)>;
-
-  /// Plans the co-partitioned flow (in core, streamed or bucketed) and runs it where it fits (and, for
-  /// Auto, where the cost model and host memory keep it); nullopt, with `reason` saying why, when the
-  /// paper flow is to run instead (also when the plan missed before any output was made).
-  std::optional<JoinResult> try_copart(const RelationView& r, const RelationView& s, const JoinOptions& options,
-                                       Clock::time_point start, const Report& report, std::string& reason);
-
-  /// The paper's flow: sort phase, merge phase (several chunksets only), join phase, materialization.
-  JoinResult run_paper(const RelationView& r, const RelationView& s, const JoinOptions& options,
-                       Clock::time_point start, const Report& report, const std::string& reason);
 
   /// Waits for every GPU's work: an error or a cancellation unwinds with copies in flight, which must
   /// finish before the caller's memory (inputs, pinned stacks) is unpinned, freed or reused.
@@ -354,89 +339,81 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
 }
 
 JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& options) {
+  Impl& e = *this;
   const auto start = Clock::now();
-  const Report report = [&](const char* phase, double fraction) {
+  // Every progress report is a cancellation point.
+  const auto report = [&](const char* phase, double fraction) {
     detail::throw_if_cancelled();
     if (options.progress) options.progress(phase, fraction);
   };
   std::string reason = paper_only_reason(options);
-  const auto* tuned = tuning ? tuning->best_for(static_cast<int>(devices.size())) : nullptr;
+  const auto* tuned = e.tuning ? e.tuning->best_for(static_cast<int>(e.devices.size())) : nullptr;
   if (reason.empty() && options.strategy == JoinStrategy::Auto && tuned && tuned->flow == "paper" &&
-      std::is_permutation(tuned->gpus.begin(), tuned->gpus.end(), devices.begin(), devices.end()))
+      std::is_permutation(tuned->gpus.begin(), tuned->gpus.end(), e.devices.begin(), e.devices.end()))
     reason = "paper flow: the tuning file timed it faster on this GPU set";
-  if (reason.empty())
-    if (std::optional<JoinResult> result = try_copart(r, s, options, start, report, reason)) return std::move(*result);
-  return run_paper(r, s, options, start, report, reason);
-}
-
-std::optional<JoinResult> Engine::Impl::try_copart(const RelationView& r, const RelationView& s,
-                                                   const JoinOptions& options, Clock::time_point start,
-                                                   const Report& report, std::string& reason) {
-  report("plan", 0);
-  const int g = static_cast<int>(devices.size());
-  const copart::ScratchSizes scratch = copart::device_scratch_sizes();
-  const copart::KeySample r_sample = copart::sample_keys(r.key), s_sample = copart::sample_keys(s.key);
-  const copart::CopartPlan plan =
-      copart::plan_copart(r_sample, s_sample, r, s, g, options.output, device_bytes, scratch, options.payloads);
-  reason = plan.reason;
-  std::optional<copart::BucketPlan> buckets;
-  if (!plan.fits && options.payloads != PayloadFlow::Late) {
-    buckets = copart::plan_buckets(r_sample, s_sample, r, s, g, options.output, device_bytes, scratch, options.payloads,
-                                   /*groups=*/0, options.exchange);
-    reason = buckets->fits ? buckets->reason : plan.reason + "; " + buckets->reason;
+  if (reason.empty()) {
+    report("plan", 0);
+    const int g = static_cast<int>(e.devices.size());
+    const copart::ScratchSizes scratch = copart::device_scratch_sizes();
+    const copart::KeySample r_sample = copart::sample_keys(r.key), s_sample = copart::sample_keys(s.key);
+    const copart::CopartPlan plan =
+        copart::plan_copart(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads);
+    reason = plan.reason;
+    std::optional<copart::BucketPlan> buckets;
+    if (!plan.fits && options.payloads != PayloadFlow::Late) {
+      buckets = copart::plan_buckets(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads,
+                                     /*groups=*/0, options.exchange);
+      reason = buckets->fits ? buckets->reason : plan.reason + "; " + buckets->reason;
+    }
+    bool fits = plan.fits || (buckets && buckets->fits);
+    if (fits && options.strategy == JoinStrategy::Auto && !e.cost_model_keeps_copart(r, s, plan, buckets, options, reason))
+      fits = false;
+    const double plan_seconds = seconds_since(start);
+    MGJOIN_INPUT_EXPECTS(fits || options.strategy != JoinStrategy::CoPartitioned,
+                         "JoinOptions::strategy: R and S do not fit the GPUs for the co-partitioned flow (" + reason +
+                             "); ask for the paper flow or auto, or more GPUs");
+    // Auto: buckets that host memory cannot hold leave the paper flow, which needs less beside the inputs.
+    const bool host_fits = !fits || plan.fits || options.strategy == JoinStrategy::CoPartitioned ||
+                           e.host_holds(buckets->host_bytes, reason);
+    if (fits && host_fits) {
+      try {
+        report("co-partitioned join", 0);
+        JoinResult result = e.join_copart(r, s, plan, plan.fits ? nullptr : &*buckets, options, reason);
+        result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", plan_seconds, 0, 0});
+        report("done", 1);
+        result.seconds = seconds_since(start);
+        return result;
+      } catch (const copart::PlanMissed& missed) {
+        // Nothing was output: the paper flow starts from the untouched inputs.
+        reason = std::string("paper flow: ") + missed.what() + " (the key sample misled the plan)";
+      } catch (const OutOfMemory& short_of) {
+        // Auto, bucketed: the output outgrew the host memory the buckets left (only they were checked up
+        // front); the result was local, and the paper flow needs no buckets.
+        if (plan.fits || options.strategy != JoinStrategy::Auto) throw;
+        reason = std::string("paper flow: ") + short_of.what() + " (beside the bucketed flow's buckets)";
+      }
+    }
   }
-  bool fits = plan.fits || (buckets && buckets->fits);
-  if (fits && options.strategy == JoinStrategy::Auto && !cost_model_keeps_copart(r, s, plan, buckets, options, reason))
-    fits = false;
-  const double plan_seconds = seconds_since(start);
-  MGJOIN_INPUT_EXPECTS(fits || options.strategy != JoinStrategy::CoPartitioned,
-                       "JoinOptions::strategy: R and S do not fit the GPUs for the co-partitioned flow (" + reason +
-                           "); ask for the paper flow or auto, or more GPUs");
-  // Auto: buckets that host memory cannot hold leave the paper flow, which needs less beside the inputs.
-  const bool host_fits = !fits || plan.fits || options.strategy == JoinStrategy::CoPartitioned ||
-                         host_holds(buckets->host_bytes, reason);
-  if (!fits || !host_fits) return std::nullopt;
-  try {
-    report("co-partitioned join", 0);
-    JoinResult result = join_copart(r, s, plan, plan.fits ? nullptr : &*buckets, options, reason);
-    result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", plan_seconds, 0, 0});
-    report("done", 1);
-    result.seconds = seconds_since(start);
-    return result;
-  } catch (const copart::PlanMissed& missed) {
-    // Nothing was output: the paper flow starts from the untouched inputs.
-    reason = std::string("paper flow: ") + missed.what() + " (the key sample misled the plan)";
-  } catch (const OutOfMemory& short_of) {
-    // Auto, bucketed: the output outgrew the host memory the buckets left (only they were checked up
-    // front); the result was local, and the paper flow needs no buckets.
-    if (plan.fits || options.strategy != JoinStrategy::Auto) throw;
-    reason = std::string("paper flow: ") + short_of.what() + " (beside the bucketed flow's buckets)";
-  }
-  return std::nullopt;
-}
-
-JoinResult Engine::Impl::run_paper(const RelationView& r, const RelationView& s, const JoinOptions& options,
-                                   Clock::time_point start, const Report& report, const std::string& reason) {
   detail::PhaseRanges ranges;  // NVTX: one profiler range per phase
   const auto progress = [&](const char* phase, double fraction) {
     if (fraction < 1) ranges.mark(phase);
     report(phase, fraction);
   };
-  const SortStrategy strategy = resolve_strategy(options.sort);
+  const SortStrategy strategy = e.resolve_strategy(options.sort);
   JoinResult result;
-  result.executor = "GPUs " + join_ids(devices) + " (" + sort_name(strategy) + " sort, " +
+  result.executor = "GPUs " + join_ids(e.devices) + " (" + sort_name(strategy) + " sort, " +
                     exchange_name(options.exchange) + " exchange)";
   result.strategy = JoinStrategy::Paper;
   result.strategy_reason = reason;
 
-  const sort::SortPlan plan = this->plan(r, s);
+  const sort::SortPlan plan = e.plan(r, s);
   // The merge phase merges at most kMaxRuns runs per relation: say so before the sort phase runs.
   MGJOIN_INPUT_EXPECTS(std::max(plan.k_r, plan.k_s) <= static_cast<int>(host_merge::kMaxRuns),
-                       "JoinOptions::gpu_memory_limit: " + std::to_string(device_bytes) + " bytes per GPU would cut a relation into " +
+                       "JoinOptions::gpu_memory_limit: " + std::to_string(e.device_bytes) + " bytes per GPU would cut a relation into " +
                            std::to_string(std::max(plan.k_r, plan.k_s)) + " chunksets; the merge phase takes at most " +
                            std::to_string(host_merge::kMaxRuns) + " (raise the limit or use more GPUs)");
-  expect_merge_memory(r, s, plan);
-  const p2p::NcclComms* comms = comms_for(options.exchange);
+  e.expect_merge_memory(r, s, plan);
+  const p2p::NcclComms* comms = e.comms_for(options.exchange);
 
   // Sort phase of R and S in one pipeline (S's first chunkset arrives while R's last one is sorted),
   // then the merge phase per relation (k > 1 runs only).
@@ -444,25 +421,25 @@ JoinResult Engine::Impl::run_paper(const RelationView& r, const RelationView& s,
   progress("sort", 0);
   std::vector<PhaseStat> sort_stats;
   const RelationView both[] = {r, s};
-  const auto sorted = sort::sort_phase(both, plan, devices, stacks.view(), strategy, options.exchange, comms, sort_stats);
+  const auto sorted = sort::sort_phase(both, plan, e.devices, e.stacks.view(), strategy, options.exchange, comms, sort_stats);
   add_phases(phase_stats, sort_stats);
   double merge_seconds = 0;
   for (int i = 0; i < 2; ++i) {
     if (sorted[i].runs.size() <= 1) continue;
     progress(i == 0 ? "merge R" : "merge S", 0);
     const auto t = Clock::now();
-    detail::merge_phase(both[i], sorted[i].runs, merge_buffers);
+    detail::merge_phase(both[i], sorted[i].runs, e.merge_buffers);
     merge_seconds += seconds_since(t);
   }
   add_phase(phase_stats, {"merge", merge_seconds, 0, 0});
 
   // Join phase on all GPUs.
   progress("join", 0);
-  reserve_ranges(r, s, options.output);
+  e.reserve_ranges(r, s, options.output);
   const OutputMode gpu_output = options.output == OutputMode::Count ? OutputMode::Count : OutputMode::Ranges;
   detail::JoinPhaseResult joined =
-      detail::join_phase(r.key, s.key, devices, stacks.view(), range_stacks.view(), gpu_output, phase_stats,
-                         {.topology = &topo});
+      detail::join_phase(r.key, s.key, e.devices, e.stacks.view(), e.range_stacks.view(), gpu_output, phase_stats,
+                         {.topology = &e.topo});
   result.count = joined.count;
 
   std::uint64_t output_bytes = 0;
@@ -485,7 +462,8 @@ JoinResult Engine::Impl::run_paper(const RelationView& r, const RelationView& s,
 
   result.phases = std::move(phase_stats);
   result.seconds = seconds_since(start);
-  result.peak_host_bytes = merge_buffers.bytes() + range_bytes() + output_bytes + result.ranges.size() * sizeof(MatchRange);
+  result.peak_host_bytes = e.merge_buffers.bytes() + e.range_bytes() + output_bytes +
+                           result.ranges.size() * sizeof(MatchRange);
   return result;
 }
 
