@@ -449,8 +449,10 @@ void run_join(const JoinArgs& args) {
   throw_if_interrupted();
 
   const TableJoinResult result = join_tables(r.view, s.view, options);
-  std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.join.executor.c_str(),
-               args.engine.gpus < 0 && !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "");
+  std::string note = args.engine.gpus < 0 && !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "";
+  if (!gpus_used && args.engine.strategy != "auto")
+    note += " (--strategy " + args.engine.strategy + " chooses between the GPU flows: the CPU path has one)";
+  std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.join.executor.c_str(), note.c_str());
   if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.join.strategy_reason.c_str());
 
   std::vector<std::string> outputs;

@@ -179,6 +179,13 @@ TEST_F(CliTables, BenchReportsTheGatherFloorIntoNewAndIntoTouchedMemory) {
   EXPECT_NE(text.out.find("one plain parallel gather into new columns"), std::string::npos) << text.out;
 }
 
+TEST_F(CliTables, AStrategyOnTheCpuPathIsSaidToHaveNoEffect) {
+  const CliResult r = mgjoin(join_ab("--strategy copart --count"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--strategy copart chooses between the GPU flows: the CPU path has one"), std::string::npos) << r.err;
+  EXPECT_EQ(mgjoin(join_ab("--count")).err.find("--strategy"), std::string::npos);
+}
+
 TEST_F(CliTables, AColumnNamedValidCannotHideTheValidity) {
   write_values<std::uint8_t>(dir() / "a/valid.npy", DType::UInt8, {1, 1, 1, 1});
   const CliResult r = mgjoin(join_ab("--how full --out-dir out"));
