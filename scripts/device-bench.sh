@@ -3,11 +3,7 @@
 # each line of $MGJOIN_CASES (or the arguments) is one bench argument list. Tables go to
 # $OUT/bench.txt, JSON lines to $OUT/bench.jsonl; a one-line summary per case is printed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0
-B=${MGJOIN_BIN:-.devbin}
-OUT=${OUT:-out}
-mkdir -p "$OUT"
+source "$(dirname "$0")/device-env.sh"  # cd to the root, NCCL_NVLS_ENABLE=0, $B (binaries), $OUT (logs)
 run_case() {
   local args="$1" start=$(date +%s)
   echo "### mgjoin bench $args   ($(date -u +%FT%TZ), $(hostname))" >> "$OUT/bench.txt"

@@ -25,11 +25,7 @@
 # MGJOIN_PENDING_SCALE (default 0.25) sizes ranks-bench: with both, the groups' scripting is tried on a
 # machine without GPUs. MGJOIN_PENDING_DRY=1 prints the commands instead of running them.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0
-B=${MGJOIN_BIN:-.devbin}
-OUT=${OUT:-out}
-mkdir -p "$OUT"
+source "$(dirname "$0")/device-env.sh"  # cd to the root, NCCL_NVLS_ENABLE=0, $B (binaries), $OUT (logs)
 summary=()
 
 step() {  # name, then the command; its output goes to $OUT/<name>.log
@@ -51,13 +47,13 @@ step() {  # name, then the command; its output goes to $OUT/<name>.log
 }
 
 bench() {  # the bench cases given, one per argument, through scripts/device-bench.sh
-  MGJOIN_BIN=$B OUT=$OUT MGJOIN_CASE_TIMEOUT=${MGJOIN_CASE_TIMEOUT:-300} bash scripts/device-bench.sh "$@"
+  MGJOIN_CASE_TIMEOUT=${MGJOIN_CASE_TIMEOUT:-300} bash scripts/device-bench.sh "$@"
 }
 
 group_suites() {
-  step suites env MGJOIN_SUITE_TIMEOUT=300 MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-tests.sh
+  step suites env MGJOIN_SUITE_TIMEOUT=300 bash scripts/device-tests.sh
   step differential env MGJOIN_SUITES= MGJOIN_DIFF_CASES=10000 MGJOIN_DIFF_SHARDS=4 MGJOIN_DIFF_GPUS=2 \
-    MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-tests.sh
+    bash scripts/device-tests.sh
 }
 
 group_tables_bench() {
@@ -128,13 +124,13 @@ group_sanitize_cli() {
   local tool
   for tool in memcheck racecheck synccheck initcheck; do
     step "sanitize-cli-$tool" env MGJOIN_SAN_TOOLS=$tool MGJOIN_SAN_SUITES=cli MGJOIN_SAN_CASES=0 \
-      MGJOIN_SAN_TIMEOUT=140 MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-sanitize.sh
+      MGJOIN_SAN_TIMEOUT=140 bash scripts/device-sanitize.sh
   done
 }
 
 group_racecheck() {  # suite
   step "racecheck-$1" env MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_SUITES="$1" MGJOIN_SAN_CASES=0 \
-    MGJOIN_SAN_TIMEOUT=580 MGJOIN_BIN="$B" OUT="$OUT" bash scripts/device-sanitize.sh
+    MGJOIN_SAN_TIMEOUT=580 bash scripts/device-sanitize.sh
 }
 
 [ $# -gt 0 ] || { sed -n 2,28p "$0"; exit 2; }

@@ -32,13 +32,9 @@
 # run with compute-sanitizer's error summary and the run's exit status; exits non-zero when any run
 # reports an error or fails.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0
+source "$(dirname "$0")/device-env.sh"  # cd to the root, NCCL_NVLS_ENABLE=0, $B (binaries), $OUT (logs)
 # The copart suite's variants run their first two shapes and their last (tests/copart/flow_check.hpp).
 export MGJOIN_TEST_FEW_SHAPES=${MGJOIN_TEST_FEW_SHAPES:-1}
-B=${MGJOIN_BIN:-.devbin}
-OUT=${OUT:-out}
-mkdir -p "$OUT"
 # One folder beside $OUT (whose files the device tool brings back only a few of) for every invocation
 # on this machine, so that several in one device call add to one archive.
 logs=${MGJOIN_SAN_LOGS:-/tmp/mgjoin-sanitize-logs}

@@ -2,11 +2,7 @@
 # Runs the prebuilt GPU suites from a carried binary folder (default .devbin) on a GPU machine and
 # writes one log to $OUT/gpu-tests.log; prints a summary line per suite.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0
-B=${MGJOIN_BIN:-.devbin}
-OUT=${OUT:-out}
-mkdir -p "$OUT"
+source "$(dirname "$0")/device-env.sh"  # cd to the root, NCCL_NVLS_ENABLE=0, $B (binaries), $OUT (logs)
 # The CLI suites run the mgjoin binary at the build folder it was built in (MGJOIN_BUILT_IN).
 built_in=${MGJOIN_BUILT_IN:-/work/main/build-lead}
 if [ ! -e "$built_in/mgjoin" ]; then mkdir -p "$(dirname "$built_in")"; ln -sfn "$PWD/$B" "$built_in"; fi
