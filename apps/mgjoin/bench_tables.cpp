@@ -2,11 +2,12 @@
 
 #include <mgjoin/error.hpp>
 
+#include "core/dispatch.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 namespace mgjoin::cli {
 
@@ -68,14 +69,10 @@ void gather_column(const ColumnView& column, const std::int64_t* map, std::int64
 double timed_gather(const std::vector<const ColumnView*>& columns, const std::vector<const std::int64_t*>& maps,
                     std::int64_t rows, std::vector<HostColumn>& out) {
   const auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t c = 0; c < columns.size(); ++c) {
-    switch (dtype_size(columns[c]->type)) {
-      case 1: gather_column<std::uint8_t>(*columns[c], maps[c], rows, out[c]); break;
-      case 2: gather_column<std::uint16_t>(*columns[c], maps[c], rows, out[c]); break;
-      case 4: gather_column<std::uint32_t>(*columns[c], maps[c], rows, out[c]); break;
-      default: gather_column<std::uint64_t>(*columns[c], maps[c], rows, out[c]); break;
-    }
-  }
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    dispatch_column_width(dtype_size(columns[c]->type), [&](auto word) {
+      gather_column<decltype(word)>(*columns[c], maps[c], rows, out[c]);
+    });
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

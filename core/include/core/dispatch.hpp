@@ -5,6 +5,7 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/types.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -39,6 +40,20 @@ decltype(auto) dispatch_widths(int key_bytes, int payload_bytes, F&& f) {
   return dispatch_key_width(key_bytes, [&](auto key) -> decltype(auto) {
     return dispatch_payload_width(payload_bytes, [&](auto payload) -> decltype(auto) { return f(key, payload); });
   });
+}
+
+/// Calls f(W{}) with W = std::uint8_t, uint16_t, uint32_t or uint64_t for columns of 1, 2, 4 or 8 bytes a
+/// value: code that moves values without looking at them (gathers).
+template <class F>
+decltype(auto) dispatch_column_width(std::size_t value_bytes, F&& f) {
+  switch (value_bytes) {
+    case 1: return std::forward<F>(f)(std::uint8_t{});
+    case 2: return std::forward<F>(f)(std::uint16_t{});
+    case 4: return std::forward<F>(f)(std::uint32_t{});
+    case 8: return std::forward<F>(f)(std::uint64_t{});
+    default: break;
+  }
+  throw Error("columns hold 1, 2, 4 or 8 bytes a value, not " + std::to_string(value_bytes));
 }
 
 /// Calls f(Key{}) with the C++ type of a key column (int32, uint32, int64, uint64): host code that

@@ -1,6 +1,7 @@
 #include "engine/src/table/row_maps.hpp"
 
 #include "alloc/host_memory.hpp"
+#include "core/dispatch.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -165,12 +166,8 @@ HostColumn gather(const ColumnView& first, const std::int64_t* first_map, std::i
   MGJOIN_EXPECTS(!second || second->type == first.type, "a coalescing gather of two column types");
   HostColumn out = HostColumn::allocate(first.type, rows);
   char* to = out.as<char>();
-  switch (dtype_size(first.type)) {
-    case 1: gather_words<1>(first, first_map, rows, second, second_map, to); break;
-    case 2: gather_words<2>(first, first_map, rows, second, second_map, to); break;
-    case 4: gather_words<4>(first, first_map, rows, second, second_map, to); break;
-    default: gather_words<8>(first, first_map, rows, second, second_map, to); break;
-  }
+  dispatch_column_width(dtype_size(first.type),
+                        [&](auto word) { gather_words<sizeof(word)>(first, first_map, rows, second, second_map, to); });
   return out;
 }
 
