@@ -250,7 +250,8 @@ void check_keys_comparable(const TableSource& r, const TableSource& s) {
                                                          std::string(dtype_name(a.info.type)) + ", " +
                                                          b.path.string() + " is " + std::string(dtype_name(b.info.type)));
   }
-  // The library checks this too, but cannot name the flag.
+  // join_tables checks this too (naming TableJoinOptions::left_on, which reads as --r-key), but only once
+  // the columns are read: here it fails before.
   std::size_t bytes = 0;
   std::string names, listed;
   for (const std::string& k : r.key) {

@@ -13,7 +13,7 @@ void add_topo_command(CLI::App& app);      // cmd_topo.cpp
 void add_tune_command(CLI::App& app);      // cmd_tune.cpp
 
 /// A library error in the CLI's words: the API fields it names (JoinOptions::gpu_memory_limit) become the
-/// flags the user set them with, the left and right tables R and S (main.cpp).
+/// flags the user set them with, the left and right table R and S (main.cpp).
 std::string in_cli_words(std::string message);
 
 }  // namespace mgjoin::cli

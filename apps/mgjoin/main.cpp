@@ -21,7 +21,6 @@ std::string in_cli_words(std::string message) {
       {"ask for the paper flow", "use --strategy paper"},
       {"TableJoinOptions::left_on", "--r-key"},                {"TableJoinOptions::right_on", "--s-key"},
       {"TableJoinOptions::left_columns", "--r-columns"},       {"TableJoinOptions::right_columns", "--s-columns"},
-      {"left and right table", "R and S"},
       {"left table", "R"},                                     {"right table", "S"}};
   for (const auto& [field, flag] : fields)
     for (auto at = message.find(field); at != std::string::npos; at = message.find(field, at))

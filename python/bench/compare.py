@@ -104,17 +104,18 @@ def bench_duckdb(r: pa.Table, s: pa.Table, repeat: int) -> dict:
     con.register("r", r)
     con.register("s", s)
     count_sql = "SELECT count(*) FROM r JOIN s ON r.key = s.key"
-    columns = ["r.key"] + [f"{side}.{c} AS {side}_{c}" for side, t in (("r", r), ("s", s)) for c in payload_names(t)]
+    payloads = [(side, c) for side, t in (("r", r), ("s", s)) for c in payload_names(t)]
+    columns = ["r.key"] + [f"{side}.{c} AS {side}_{c}" for side, c in payloads]
     rows_sql = f"SELECT {', '.join(columns)} FROM r JOIN s ON r.key = s.key"
     # Every output column consumed (hugeint sums: no overflow), the rows never materialized.
-    sums = ["sum(r.key)"] + [f"sum({side}.{c})" for side, t in (("r", r), ("s", s)) for c in payload_names(t)]
+    sums = ["sum(r.key)"] + [f"sum({side}.{c})" for side, c in payloads]
     sums_sql = f"SELECT count(*), {', '.join(sums)} FROM r JOIN s ON r.key = s.key"
     times, n = timed_runs(lambda: con.sql(count_sql).fetchall()[0][0], repeat)
     out = {"count": {"seconds": statistics.median(times), "runs": times, "rows": int(n)}}
     times, table = timed_runs(lambda: con.sql(rows_sql).to_arrow_table(), repeat)
     out["materialized"] = {"seconds": statistics.median(times), "runs": times, "rows": table.num_rows}
     times, row = timed_runs(lambda: con.sql(sums_sql).fetchall()[0], repeat)
-    names = ["key"] + [f"{side}.{c}" for side, t in (("r", r), ("s", s)) for c in payload_names(t)]
+    names = ["key"] + [f"{side}.{c}" for side, c in payloads]  # as mgjoin names its output columns
     out["sums"] = {"seconds": statistics.median(times), "runs": times, "rows": int(row[0]),
                    "column_sums": {name: int(v) % 2**64 for name, v in zip(names, row[1:])}}
     out["version"] = duckdb.__version__

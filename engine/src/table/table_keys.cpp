@@ -105,11 +105,13 @@ void check_key_pair(const KeyColumns& left, const KeyColumns& right) {
                              ") and right '" + right.names[i] + "' (" +
                              std::string(dtype_name(right.columns[i].type)) + ") differ in type");
   if (left.bytes() <= 8) return;
-  std::string names;
-  for (std::size_t i = 0; i < left.columns.size(); ++i)
-    names += (i ? ", " : "") + left.names[i] + " (" + std::string(dtype_name(left.columns[i].type)) + ")";
-  throw InputError("left and right table: the key columns " + names + " add up to " + std::to_string(left.bytes()) +
-                   " bytes: a composite key is at most 8 bytes");
+  std::string names, listed;
+  for (std::size_t i = 0; i < left.columns.size(); ++i) {
+    (names += i ? "," : "") += left.names[i];
+    (listed += i ? ", " : "") += left.names[i] + " (" + std::string(dtype_name(left.columns[i].type)) + ")";
+  }
+  throw InputError("TableJoinOptions::left_on " + names + ": the key columns " + listed + " add up to " +
+                   std::to_string(left.bytes()) + " bytes: a composite key is at most 8 bytes");
 }
 
 namespace {
