@@ -8,8 +8,9 @@
 #
 #   suites        every GPU suite, then 10^4 differential cases in 4 shards on up to 2 GPUs
 #                 (issues 18-22 at g = 2 on nvidia-h200-x2; ~600 s there: alone in its call)
-#   tables-bench  issue 19: B 2.5·10^8 with 4 payload columns a side, late vs carried, the gather floor
-#                 beside each; one payload column beside it (must not get slower)
+#   tables-bench  issue 19: `mgjoin tune` (the gather plan's rates), then B 2.5·10^8 with 4 payload columns
+#                 a side gathered late on the CPU, on the GPUs and where the plan says, the gather floor
+#                 beside each; one payload column late (CPU, GPUs) and carried; join() beside (no slower)
 #   ooc-bench     issue 20: B 10^9 × 10^9 with --gpu-memory-limit 8G against the same join in core, the
 #                 paper flow beside (nvidia-h200-x2: within 1.8x of in core)
 #   ranks-bench   issue 23: 2 ranks × 1 GPU (mpirun) against one process on 2 GPUs, the same files,
@@ -58,10 +59,15 @@ group_suites() {
 
 group_tables_bench() {
   local g=${MGJOIN_PENDING_GPUS:-2} common="--workload B --scale 0.25 --output materialize --repeat 3"
+  # The machine's rates first (PCIe, and the CPU's random gather): the gather plan's auto choice reads them.
+  [ "$g" -eq 0 ] || step tune "$B/mgjoin" tune --join-scale 0
   step tables-bench bench \
+    "$common --gpus $g --columns 4 --materialization late --gather-on cpu" \
+    "$common --gpus $g --columns 4 --materialization late --gather-on gpus" \
     "$common --gpus $g --columns 4 --materialization late" \
-    "$common --gpus $g --columns 4 --materialization carry" \
-    "$common --gpus $g --columns 1 --tables --materialization late" \
+    "$common --gpus $g --columns 1 --tables --materialization late --gather-on cpu" \
+    "$common --gpus $g --columns 1 --tables --materialization late --gather-on gpus" \
+    "$common --gpus $g --columns 1 --tables --materialization carry" \
     "$common --gpus $g"
 }
 

@@ -48,7 +48,8 @@ json bandwidths_json(const MeasuredBandwidths& m) {
           {"all_to_all", {{"gpus", m.all_to_all_set}, {"gbps", m.all_to_all}}},
           {"both_ways_all", m.both_ways_all},
           {"host_memcpy", m.host_memcpy},
-          {"cpu_merge", m.cpu_merge}};
+          {"cpu_merge", m.cpu_merge},
+          {"cpu_gather", m.cpu_gather}};
 }
 
 MeasuredBandwidths bandwidths_from_json(const json& j, const std::string& source) {
@@ -67,6 +68,7 @@ MeasuredBandwidths bandwidths_from_json(const json& j, const std::string& source
   m.both_ways_all = j.value("both_ways_all", 0.0);
   m.host_memcpy = j.value("host_memcpy", 0.0);
   m.cpu_merge = j.value("cpu_merge", 0.0);
+  m.cpu_gather = j.value("cpu_gather", 0.0);
   return m;
 }
 

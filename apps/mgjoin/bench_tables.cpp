@@ -37,7 +37,7 @@ BenchTables bench_tables(GeneratedWorkload& w, int columns) {
 }
 
 TableJoinOptions bench_table_options(const JoinOptions& join, const std::string& how, const std::string& output,
-                                     const std::string& materialization) {
+                                     const std::string& materialization, const std::string& gather_on) {
   TableJoinOptions o;
   o.join = join;
   o.left_on = {"key"};
@@ -49,6 +49,9 @@ TableJoinOptions bench_table_options(const JoinOptions& join, const std::string&
   else if (materialization == "late") o.materialization = Materialization::Late;
   else MGJOIN_INPUT_EXPECTS(materialization.empty() || materialization == "auto",
                             "--materialization " + materialization + ": expected auto, carry or late");
+  if (gather_on == "cpu") o.gather_on = GatherOn::Cpu;
+  else if (gather_on == "gpus") o.gather_on = GatherOn::Gpus;
+  else MGJOIN_INPUT_EXPECTS(gather_on == "auto", "--gather-on " + gather_on + ": expected auto, cpu or gpus");
   return o;
 }
 

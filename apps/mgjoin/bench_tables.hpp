@@ -22,7 +22,7 @@ BenchTables bench_tables(GeneratedWorkload& w, int columns);
 
 /// TableJoinOptions for the bench: key "key", every other column chosen.
 TableJoinOptions bench_table_options(const JoinOptions& join, const std::string& how, const std::string& output,
-                                     const std::string& materialization);
+                                     const std::string& materialization, const std::string& gather_on);
 
 /// The floor of join_tables' gathers: the same output rows and columns gathered by a plain OpenMP loop,
 /// column after column, median of three after a warm-up, in seconds. `fresh`: into new columns, as the

@@ -114,9 +114,11 @@ struct BenchArgs {
   double h2d_gbps = 0;
   // Tables (join_tables): any of these makes the runs go through it.
   int columns = 1;
-  std::string how = "inner", materialization;
+  std::string how = "inner", materialization, gather_on = "auto";
   bool tables = false;
-  bool through_tables() const { return tables || columns != 1 || how != "inner" || !materialization.empty(); }
+  bool through_tables() const {
+    return tables || columns != 1 || how != "inner" || !materialization.empty() || gather_on != "auto";
+  }
 };
 
 struct Summary {
@@ -128,6 +130,7 @@ struct Summary {
   std::uint64_t output_bytes = 0;     ///< of the materialized columns of a run
   GatherFloor gather_floor;           ///< tables, materialized: a plain gather of the output's rows and columns
   std::string materialization;        ///< tables: "late" or "carried"
+  std::string gathers;                ///< tables, late: where the payload columns were gathered, and why
 };
 
 /// One run: join() on the relations, or join_tables() on the tables built from them (whose runs leave
@@ -142,6 +145,7 @@ JoinResult run_once(const JoinOptions& options, const TableJoinOptions* table_op
   res.seconds = t.seconds;
   res.count = t.count;
   sum.materialization = t.materialization;
+  sum.gathers = t.gathers;
   std::uint64_t bytes = 0;
   for (const NamedColumn& c : t.columns) bytes += c.column.bytes();
   sum.output_bytes = bytes;
@@ -288,6 +292,7 @@ void report_json(const BenchArgs& a, const WorkloadShape& shape, const Summary& 
   j["strategy_reason"] = last.strategy_reason;
   if (a.through_tables()) {
     j["tables"] = {{"columns", a.columns}, {"how", a.how}, {"materialization", sum.materialization}};
+    if (!sum.gathers.empty()) j["tables"]["gathers"] = sum.gathers;
     if (sum.gather_floor.fresh > 0) {
       j["tables"]["gather_floor_seconds"] = sum.gather_floor.fresh;
       j["tables"]["gather_into_touched_memory_seconds"] = sum.gather_floor.touched;
@@ -332,6 +337,7 @@ void report_text(const BenchArgs& a, const WorkloadShape& shape, const Summary& 
                 "s: %.2fx\n",
                 a.columns, a.how.c_str(), sum.materialization.c_str(), gather, sum.gather_floor.fresh,
                 gather / sum.gather_floor.fresh, sum.gather_floor.touched, gather / sum.gather_floor.touched);
+    if (!sum.gathers.empty()) std::printf("%s\n", sum.gathers.c_str());
   }
 }
 
@@ -362,6 +368,10 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--materialization", args->materialization,
                   "table runs: late (row ids, gathered at the end), carry (payloads through the flow) or auto");
+  cmd->add_option("--gather-on", args->gather_on,
+                  "table runs, late materialization: where payload columns are gathered: auto (the cost model), cpu "
+                  "or gpus")
+      ->capture_default_str();
   cmd->add_flag("--tables", args->tables, "join through join_tables even with one payload column per side");
   cmd->add_option("--h2d-gbps", args->h2d_gbps,
                   "host-to-device GB/s of the PCIe floor (default: measured before the runs, all GPUs at once)");
@@ -387,7 +397,7 @@ void add_bench_command(CLI::App& app) {
     std::optional<TableJoinOptions> table_options;
     if (a.through_tables()) {
       MGJOIN_INPUT_EXPECTS(a.columns >= 1 && a.columns <= 64, "--columns " + std::to_string(a.columns) + ": expected 1 to 64");
-      table_options = bench_table_options(options, a.how, a.output, a.materialization);
+      table_options = bench_table_options(options, a.how, a.output, a.materialization, a.gather_on);
     }
 
     const WorkloadShape shape = workload_shape(spec);

@@ -27,6 +27,7 @@ nlohmann::json run_summary(const TableJoinResult& res) {
                      {"phases", phases},
                      {"peak_host_bytes", j.peak_host_bytes}};
   if (!res.materialization.empty()) out["materialization"] = res.materialization;
+  if (!res.gathers.empty()) out["gathers"] = res.gathers;
   return out;
 }
 

@@ -37,6 +37,7 @@ Rates rates_for(const topology::MeasuredBandwidths* m, int g) {
   }
   r.host_memcpy = host_rate(b.host_memcpy, kDefaultHostMemcpyGbps, host_default);
   r.cpu_merge = host_rate(b.cpu_merge, kDefaultCpuMergeGbps, host_default);
+  r.cpu_gather = host_rate(b.cpu_gather, kDefaultCpuGatherGbps, host_default);
   r.source = !m ? "default rates: no tuning file"
              : pcie_default || host_default
                  ? std::string("tuning file, default ") + (pcie_default ? "PCIe" : "") +

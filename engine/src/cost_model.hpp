@@ -18,6 +18,7 @@ struct Rates {
   double h2d = 0, d2h = 0;
   double both_ways = 0;  ///< H2D and D2H at once, both summed
   double host_memcpy = 0, cpu_merge = 0;
+  double cpu_gather = 0;  ///< 8-byte words gathered at random by all threads (bytes out; a cache miss per row)
   std::string source;  ///< "tuning file", or which figures are defaults
 };
 
@@ -28,6 +29,9 @@ struct Rates {
 inline constexpr double kDefaultPcieGbps = 25, kDefaultBothWaysGbps = 40;
 inline constexpr double kDefaultHostMemcpyGbps = 10, kDefaultCpuMergeGbps = 5;
 inline constexpr double kBothWaysShare = 0.8;
+/// A random gather of 8-byte words with all threads: a placeholder until measured on the GPU machines
+/// (nvidia-h100-x1/h200-x2: see PERFORMANCE.md, issue 19).
+inline constexpr double kDefaultCpuGatherGbps = 8;
 
 /// Rates of `g` GPUs from `measured` (nullptr or unmeasured figures: defaults). Aggregates measured on
 /// all of the machine's n GPUs are scaled by g / n.

@@ -4,11 +4,13 @@
 #include <mgjoin/error.hpp>
 
 #include "alloc/host_memory.hpp"
+#include "alloc/host_pin.hpp"
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
 #include "engine/src/copart/bucket_join.hpp"
 #include "engine/src/copart/copart_join.hpp"
 #include "engine/src/cost_model.hpp"
+#include "engine/src/engine_internals.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/output_count.hpp"
@@ -69,28 +71,7 @@ std::vector<int> explicit_gpu_set(const std::vector<int>& ids, int present) {
   return ids;
 }
 
-
-/// Pins pageable host memory for the duration of a join (copies from pageable memory are staged and
-/// synchronous); memory that is already pinned is left alone.
-class HostPin {
- public:
-  HostPin(void* p, std::size_t bytes) {
-    if (!p || bytes == 0) return;
-    cudaPointerAttributes attr{};
-    if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type != cudaMemoryTypeUnregistered) return;
-    cudaGetLastError();
-    MGJOIN_CUDA_TRY(cudaHostRegister(p, bytes, cudaHostRegisterPortable));
-    pinned_ = p;
-  }
-  ~HostPin() {
-    if (pinned_) cudaHostUnregister(pinned_);
-  }
-  HostPin(const HostPin&) = delete;
-  HostPin& operator=(const HostPin&) = delete;
-
- private:
-  void* pinned_ = nullptr;
-};
+using alloc::HostPin;
 
 using detail::add_phase;
 using detail::add_phases;
@@ -297,6 +278,15 @@ Engine::~Engine() = default;
 
 const std::vector<int>& Engine::devices() const { return impl_->devices; }
 std::uint64_t Engine::device_bytes() const { return impl_->device_bytes; }
+
+std::span<alloc::DeviceStackAllocator* const> detail::EngineInternals::device_stacks(Engine& engine) {
+  return engine.impl_->stacks.view();
+}
+
+detail::Rates detail::EngineInternals::rates(const Engine& engine) {
+  const Engine::Impl& e = *engine.impl_;
+  return rates_for(e.tuning ? &e.tuning->bandwidths : nullptr, static_cast<int>(e.devices.size()));
+}
 
 namespace {
 

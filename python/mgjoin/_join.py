@@ -193,7 +193,8 @@ def join(
             column that is not a key). Semi and anti joins output no right columns.
         tuning_file: the tuning file of ``mgjoin.tune()`` (default ~/.cache/mgjoin/tuning.json).
         info: a dict to fill with the run's details: executor, strategy, strategy_reason, seconds,
-            join_seconds, phases, materialization, peak_host_bytes.
+            join_seconds, phases, materialization, gathers (where late materialization gathered the
+            payload columns: the CPU or GPUs, and the prediction that chose it), peak_host_bytes.
         engine: an ``mgjoin.Engine`` to join on: its GPUs and memory, taken once for many joins (then
             leave gpus, gpu_memory_limit and tuning_file unset). Without one, each call takes the
             GPUs' memory for itself (about a second) and gives it back.

@@ -31,7 +31,7 @@ def join_tables(
     """Joins two tables given as dicts of 1-D C-contiguous NumPy arrays (mgjoin::join_tables), the GIL
     released. Returns a dict: count (int), columns (list of (name, numpy array), output="columns"),
     left_rows / right_rows (int64 arrays for output="maps", else None; right_rows None for semi and anti
-    joins), executor, strategy, strategy_reason, materialization, seconds, join_seconds,
+    joins), executor, strategy, strategy_reason, materialization, gathers, seconds, join_seconds,
     peak_host_bytes, phases (list of dicts: name, seconds, bytes_pcie, bytes_nvlink)."""
 
 class Engine:

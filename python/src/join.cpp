@@ -285,6 +285,7 @@ nb::dict result_dict(TableJoinResult&& res, TableOutput output, JoinKind how) {
   d["left_rows"] = maps ? numpy_of(std::move(res.left_rows)) : nb::none();
   d["right_rows"] = maps && outputs_right_columns(how) ? numpy_of(std::move(res.right_rows)) : nb::none();
   d["materialization"] = res.materialization;
+  d["gathers"] = res.gathers;
   d["seconds"] = res.seconds;
   d["join_seconds"] = res.join.seconds;
   d["executor"] = res.join.executor;
@@ -351,7 +352,7 @@ void bind_join(nb::module_& m) {
         nb::arg("tuning_file") = "", nb::arg("progress") = nb::none(), nb::arg("engine").none() = nb::none(),
         "Joins two tables given as dicts of 1-D C-contiguous NumPy arrays (mgjoin::join_tables). Returns a dict:\n"
         "count, columns ([(name, array)], output='columns'), left_rows/right_rows (int64 arrays,\n"
-        "output='maps'), executor, strategy, strategy_reason, materialization, seconds, join_seconds,\n"
+        "output='maps'), executor, strategy, strategy_reason, materialization, gathers, seconds, join_seconds,\n"
         "peak_host_bytes, phases. `progress(phase, fraction)` is called from this thread. With `engine`, the\n"
         "join runs on that Engine (its GPUs and memory; gpus, gpu_ids, gpu_memory_limit, tuning_file unused).");
   nb::class_<EngineHandle>(m, "Engine",

@@ -213,6 +213,8 @@ def test_info_reports_the_run(rng):
     assert info["executor"].startswith("CPU")
     assert info["count"] > 0 and info["seconds"] >= info["join_seconds"] >= 0
     assert {p["name"] for p in info["phases"]} >= {"sort", "join"}
+    mgjoin.join(left, right, on="k", how="left", gpus=0, info=info)  # late materialization: gathers said
+    assert info["materialization"] == "late" and info["gathers"] == "gathers: CPU (no GPU)"
 
 
 def test_progress_reports_reach_a_callable_and_the_bar(rng, capsys):

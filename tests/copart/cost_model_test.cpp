@@ -20,6 +20,7 @@ topology::MeasuredBandwidths h100() {
   m.both_ways_all = 100.0;
   m.host_memcpy = 20.0;
   m.cpu_merge = 10.0;
+  m.cpu_gather = 3.0;
   return m;
 }
 
@@ -34,6 +35,7 @@ TEST(CostModel, RatesComeFromTheTuningFileScaledToTheGpusUsed) {
   EXPECT_DOUBLE_EQ(two.d2h, 80);
   EXPECT_DOUBLE_EQ(two.both_ways, 160);
   EXPECT_DOUBLE_EQ(two.cpu_merge, 10);
+  EXPECT_DOUBLE_EQ(two.cpu_gather, 3);  // a host rate: not scaled by the GPUs used
   EXPECT_EQ(two.source, "tuning file");
 }
 
@@ -42,14 +44,23 @@ TEST(CostModel, DefaultsWhereNothingWasMeasuredAndSaysSo) {
   EXPECT_DOUBLE_EQ(none.h2d, 2 * kDefaultPcieGbps);
   EXPECT_DOUBLE_EQ(none.both_ways, 2 * kDefaultBothWaysGbps);
   EXPECT_DOUBLE_EQ(none.cpu_merge, kDefaultCpuMergeGbps);
+  EXPECT_DOUBLE_EQ(none.cpu_gather, kDefaultCpuGatherGbps);
   EXPECT_EQ(none.source, "default rates: no tuning file");
   topology::MeasuredBandwidths old = h100();  // a file written before the host rates were measured
-  old.host_memcpy = old.cpu_merge = 0;
+  old.host_memcpy = old.cpu_merge = old.cpu_gather = 0;
   old.both_ways_all = 0;
   const Rates r = rates_for(&old, 1);
   EXPECT_DOUBLE_EQ(r.h2d, 55);
   EXPECT_DOUBLE_EQ(r.both_ways, kBothWaysShare * (55 + 54));  // from the measured one-way rates
   EXPECT_EQ(r.source, "tuning file, default PCIe and host rates");
+  EXPECT_DOUBLE_EQ(r.cpu_gather, kDefaultCpuGatherGbps);
+  // A file of PCIe and merge rates but no gather rate (written before `mgjoin tune` measured it).
+  topology::MeasuredBandwidths no_gather = h100();
+  no_gather.cpu_gather = 0;
+  const Rates g = rates_for(&no_gather, 1);
+  EXPECT_DOUBLE_EQ(g.cpu_gather, kDefaultCpuGatherGbps);
+  EXPECT_DOUBLE_EQ(g.cpu_merge, 10);
+  EXPECT_EQ(g.source, "tuning file, default host rates");
 }
 
 TEST(CostModel, TransfersOverlapBothWaysThenAddUp) {

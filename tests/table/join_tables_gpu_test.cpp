@@ -1,6 +1,7 @@
 // join_tables through the GPU flows (join.gpus = 1 and 2; join.strategy Auto, Paper and CoPartitioned)
 // against the reference of table_reference.hpp, with the checks of the CPU suite (table_test_util.hpp):
-// every join kind x output form x key width (4 and 8 bytes, signed, composite), the adversarial shapes,
+// every join kind x output form x key width (4 and 8 bytes, signed, composite), payload columns gathered
+// on the CPU or the GPUs, the adversarial shapes,
 // tables of more than 2^16 rows per side (up to 300k), carried payloads, may_reorder_inputs, and both
 // overloads (on an Engine made once per GPU count, and the one that makes its own).
 #include <mgjoin/engine.hpp>
@@ -67,7 +68,10 @@ std::vector<KeySpec> gpu_key_specs() {
           {"int32_int16", {DType::Int32, DType::Int16}}};
 }
 
-/// Every key width x kind x output form (Columns under a materialization that rotates). The inputs are
+/// Where late materialization gathers payload columns: the sweeps rotate through them.
+constexpr GatherOn kGatherPlaces[] = {GatherOn::Auto, GatherOn::Cpu, GatherOn::Gpus};
+
+/// Every key width x kind x output form (Columns under a materialization and a gather place that rotate). The inputs are
 /// random with duplicates on both sides, few keys with many rows each, or made of each type's extremes.
 TEST_P(GpuTableJoins, EveryKindFormAndKeyWidthAgreesWithTheReference) {
   MGJOIN_REQUIRE_GPUS(GetParam().gpus);
@@ -80,7 +84,9 @@ TEST_P(GpuTableJoins, EveryKindFormAndKeyWidthAgreesWithTheReference) {
     for (std::size_t k = 0; k < std::size(kAllKinds); ++k)
       for (const TableOutput output : kAllOutputs) {
         const Materialization m = kAllMaterializations[(c + k) % 3];
-        if (!check_one(in, base(), kAllKinds[k], output, m, rng, context() + "key " + specs[c].label + ": ", engine()))
+        TableJoinOptions o = base();
+        o.gather_on = kGatherPlaces[(c + k + static_cast<std::size_t>(output)) % 3];
+        if (!check_one(in, o, kAllKinds[k], output, m, rng, context() + "key " + specs[c].label + ": ", engine()))
           ++failures;
         ASSERT_LT(failures, 5) << "stopping after 5 failed joins";
       }
@@ -132,6 +138,43 @@ TEST_P(GpuTableJoins, LargeTablesAgreeWithTheReference) {
     for (std::size_t k = 0; k < std::size(kAllKinds); ++k) {
       const TableOutput output = (c + k) % 2 ? TableOutput::Columns : TableOutput::GatherMaps;
       EXPECT_TRUE(check_one(in, base(), kAllKinds[k], output, kAllMaterializations[k % 3], rng, where, engine()));
+    }
+  }
+}
+
+/// Late materialization with every payload column gathered on the GPUs (GatherOn::Gpus): every kind, on
+/// tables with payload columns of every type (1, 2, 4 and 8 bytes a value) beside random ones, inputs
+/// random, with many duplicates, of extreme keys and matching nothing; through the engine and through
+/// the overload that makes its own. The result says that the GPUs gathered every payload column.
+TEST_P(GpuTableJoins, PayloadColumnsGatheredOnTheGpus) {
+  MGJOIN_REQUIRE_GPUS(GetParam().gpus);
+  Rng rng = this->rng();
+  constexpr Shape shapes[] = {Shape::Random, Shape::Duplicates, Shape::Extremes, Shape::NoMatch};
+  const auto specs = gpu_key_specs();
+  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    TableInput in = make_input(specs[i % specs.size()], shapes[i], rng);
+    for (auto [table, prefix] : {std::pair{&in.left, "lw"}, std::pair{&in.right, "rw"}})
+      for (std::size_t t = 0; t < std::size(kAllTypes); ++t) {
+        std::string name = prefix;
+        name += std::to_string(t);
+        table->columns.push_back(random_payload(std::move(name), kAllTypes[t], table->rows(), rng));
+      }
+    const std::string where = context() + "key " + specs[i % specs.size()].label + ", " + in.shape + ": ";
+    for (std::size_t k = 0; k < std::size(kAllKinds); ++k) {
+      TableJoinOptions o = base();
+      o.left_on = in.left_on;
+      o.right_on = in.right_on;
+      o.how = kAllKinds[k];
+      o.materialization = Materialization::Late;
+      o.gather_on = GatherOn::Gpus;
+      Engine* through = k % 2 ? nullptr : engine();
+      EXPECT_TRUE(run_and_check(in, o, where, CarryCheck::LateOrCarried, through));
+      const TableJoinResult res = call_join_tables(through, in.left.view(), in.right.view(), o);
+      const std::size_t payloads = in.left.names_except(in.left_on).size() +
+                                   (outputs_right_columns(o.how) ? in.right.names_except(in.right_on).size() : 0);
+      const std::string expected = res.count == 0 ? "gathers: CPU"
+                                                  : "gathers: " + std::to_string(payloads) + " payload column(s) on GPUs, 0 on the CPU";
+      EXPECT_EQ(res.gathers.substr(0, expected.size()), expected) << where << join_kind_name(o.how) << ": " << res.gathers;
     }
   }
 }

@@ -206,6 +206,21 @@ TEST(JoinTablesByHand, InnerColumnsAndChosenPayloads) {
   }
 }
 
+/// The CPU path gathers on the CPU whatever TableJoinOptions::gather_on asks, and says so.
+TEST(JoinTablesByHand, TheCpuPathGathersOnTheCpu) {
+  const TableInput in = small_case();
+  for (const GatherOn on : {GatherOn::Auto, GatherOn::Cpu, GatherOn::Gpus}) {
+    auto o = cpu_options(in, JoinKind::FullOuter, TableOutput::Columns);
+    o.gather_on = on;
+    const auto res = run(in, o);
+    EXPECT_EQ(res.gathers, on == GatherOn::Cpu ? "gathers: CPU (asked for)" : "gathers: CPU (no GPU)");
+    EXPECT_EQ(names_of(res), (std::vector<std::string>{"key", "r.lv", "s.rv", "r.valid", "s.valid"}));
+    auto rv = values_of<std::int64_t>(res, "s.rv");
+    std::sort(rv.begin(), rv.end());
+    EXPECT_EQ(rv, (std::vector<std::int64_t>{0, 0, 200, 200, 201, 201, 400}));  // 1 and 3 unmatched, then 4
+  }
+}
+
 /// Composite key (a int16, b int8): compared as tuples of signed values, so (-1, 1) < (1, -1).
 TEST(JoinTablesByHand, CompositeSignedKeyInKeyOrder) {
   TableInput in;

@@ -59,6 +59,7 @@ MeasuredBandwidths sample_bandwidths() {
   m.both_ways_all = 190.5;
   m.host_memcpy = 21.5;
   m.cpu_merge = 9.75;
+  m.cpu_gather = 4.25;
   return m;
 }
 
@@ -88,6 +89,7 @@ void expect_same(const TuningFile& a, const TuningFile& b) {
   EXPECT_EQ(a.bandwidths.both_ways_all, b.bandwidths.both_ways_all);
   EXPECT_EQ(a.bandwidths.host_memcpy, b.bandwidths.host_memcpy);
   EXPECT_EQ(a.bandwidths.cpu_merge, b.bandwidths.cpu_merge);
+  EXPECT_EQ(a.bandwidths.cpu_gather, b.bandwidths.cpu_gather);
   ASSERT_EQ(a.best.size(), b.best.size());
   for (std::size_t i = 0; i < a.best.size(); ++i) {
     EXPECT_EQ(a.best[i].g, b.best[i].g);
@@ -126,11 +128,13 @@ TEST(TuningFile, JsonFollowsTheDocumentedSchema) {
 TEST(TuningFile, FilesWithoutTheCostModelsRatesReadAsUnmeasured) {
   auto j = tuning_to_json(sample_tuning(load_fixture("ac922")));
   EXPECT_EQ(j.at("bandwidth_gbps").at("cpu_merge"), 9.75);
-  for (const char* key : {"both_ways_all", "host_memcpy", "cpu_merge"}) j.at("bandwidth_gbps").erase(key);
+  EXPECT_EQ(j.at("bandwidth_gbps").at("cpu_gather"), 4.25);
+  for (const char* key : {"both_ways_all", "host_memcpy", "cpu_merge", "cpu_gather"}) j.at("bandwidth_gbps").erase(key);
   const TuningFile back = tuning_from_json(j);
   EXPECT_EQ(back.bandwidths.both_ways_all, 0);
   EXPECT_EQ(back.bandwidths.host_memcpy, 0);
   EXPECT_EQ(back.bandwidths.cpu_merge, 0);
+  EXPECT_EQ(back.bandwidths.cpu_gather, 0);
   EXPECT_EQ(back.bandwidths.h2d_all, 120.5);
 }
 

@@ -16,6 +16,10 @@
 
 namespace mgjoin {
 
+namespace detail {
+struct EngineInternals;
+}
+
 class Engine {
  public:
   /// Chooses the GPU set (gpus / gpu_ids, tuning_file) and takes gpu_memory_limit of each GPU.
@@ -39,6 +43,7 @@ class Engine {
 
  private:
   friend JoinResult join(RelationView r, RelationView s, const JoinOptions& options);
+  friend struct detail::EngineInternals;  // the library's own code beside the flows (engine_internals.hpp)
   /// join() without validate_relations: inputs are checked once, where they enter the library.
   JoinResult join_checked(RelationView r, RelationView s, const JoinOptions& options);
 

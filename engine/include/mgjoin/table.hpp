@@ -78,6 +78,14 @@ enum class TableOutput : std::uint8_t {
 /// - Auto: Carry where it applies (the flow then brings the payload its own best way), else Late.
 enum class Materialization : std::uint8_t { Auto, Carry, Late };
 
+/// Where late materialization gathers the payload columns (the key and validity columns are gathered
+/// by the CPU threads, beside the GPUs' work).
+/// - Auto: each column where it is predicted to finish first (the CPU, or a GPU with room for the column
+///   and its gather map), from the rates in the tuning file (`mgjoin tune`) or defaults.
+/// - Cpu: the CPU threads. - Gpus: the join's GPUs, each column on one GPU, where one has room for it.
+/// Joins on the CPU path gather on the CPU whatever this says.
+enum class GatherOn : std::uint8_t { Auto, Cpu, Gpus };
+
 struct TableJoinOptions {
   /// Key columns: one, or several integer columns whose widths add up to at most 8 bytes (packed,
   /// order-preserving, into one sort key). The i-th left key column is compared with the i-th right
@@ -89,6 +97,7 @@ struct TableJoinOptions {
   /// is not a key column, in table order. Semi and anti joins output no right columns.
   std::optional<std::vector<std::string>> left_columns, right_columns;
   Materialization materialization = Materialization::Auto;
+  GatherOn gather_on = GatherOn::Auto;
   /// The caller allows join_tables to reorder its columns in place instead of copying them first. Used
   /// only where the flow moves every column of both tables, so that rows stay whole: a carried inner
   /// join of tables holding just their key and the carried payload, or an inner count of tables holding
@@ -123,6 +132,9 @@ struct TableJoinResult {
   std::vector<NamedColumn> columns;
   /// "late" or "carried": how the payloads came (TableOutput::Columns).
   std::string materialization;
+  /// Late materialization: where the payload columns were gathered and the prediction that chose it,
+  /// e.g. "gathers: 8 payload column(s) on GPUs, 0 on the CPU (predicted GPUs 0.150 s, CPU 0.310 s)".
+  std::string gathers;
   /// The join underneath: phases, executor, strategy and why (its own count and columns are moved here).
   /// Late materialization adds the phases "table.prepare" (sort keys and row ids), "table.rows" (the
   /// kind's gather maps) and "table.gather" (the output columns).

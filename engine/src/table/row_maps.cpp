@@ -103,20 +103,20 @@ KindRows count_kind_rows(JoinKind kind, const HostColumn& pair_left, const HostC
 }  // namespace
 
 RowMaps rows_of_kind(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right, std::int64_t left_rows,
-                     std::int64_t right_rows) {
+                     std::int64_t right_rows, MemoryKind memory) {
   const KindRows k = count_kind_rows(kind, pair_left, pair_right, left_rows, right_rows);
   RowMaps maps;
   maps.rows = k.rows;
   if (!outputs_right_columns(kind)) {
-    maps.left = HostColumn::allocate(DType::Int64, maps.rows);
+    maps.left = HostColumn::allocate(DType::Int64, maps.rows, memory);
     select_rows(k.left_matched, semi_wanted(kind), maps.left.as<std::int64_t>());
     return maps;
   }
   const std::int64_t pairs = pair_left.size();
   alloc::expect_host_rows(static_cast<std::uint64_t>(maps.rows), 2 * sizeof(std::int64_t),
                           "the gather maps (" + std::to_string(maps.rows) + " rows)");
-  maps.left = HostColumn::allocate(DType::Int64, maps.rows);
-  maps.right = HostColumn::allocate(DType::Int64, maps.rows);
+  maps.left = HostColumn::allocate(DType::Int64, maps.rows, memory);
+  maps.right = HostColumn::allocate(DType::Int64, maps.rows, memory);
   std::int64_t* l = maps.left.as<std::int64_t>();
   std::int64_t* r = maps.right.as<std::int64_t>();
 #pragma omp parallel for schedule(static)

@@ -1,7 +1,7 @@
 #pragma once
 // From the join's matching pairs to the rows a join kind outputs, as gather maps (int64 row indices
-// into the left and right tables, -1 where a side is missing), and the gathers that turn maps into
-// columns. Pure host code, run on all OpenMP threads.
+// into the left and right tables, -1 where a side is missing), and the CPU's gathers that turn maps into
+// columns (gpu_gather.hpp has the GPUs'). Pure host code, run on all OpenMP threads.
 #include <mgjoin/table.hpp>
 #include <mgjoin/types.hpp>
 
@@ -18,9 +18,9 @@ struct RowMaps {
 /// The rows of `kind` from the inner join's pairs: `pair_left[i]`, `pair_right[i]` are the row ids
 /// (uint32 or uint64 columns) of the i-th matching pair. Outer joins append each table's unmatched rows
 /// in table order after the pairs; semi and anti joins give the left rows with (without) a match, in
-/// table order.
+/// table order. The maps are allocated as `memory` (pinned where GPUs will read them).
 RowMaps rows_of_kind(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right, std::int64_t left_rows,
-                     std::int64_t right_rows);
+                     std::int64_t right_rows, MemoryKind memory = MemoryKind::Pageable);
 
 /// Rows of `kind` for a count: pairs plus unmatched rows, from the same inputs as rows_of_kind.
 std::uint64_t rows_of_kind_count(JoinKind kind, const HostColumn& pair_left, const HostColumn& pair_right,

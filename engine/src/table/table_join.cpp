@@ -1,19 +1,26 @@
 // join_tables(): checks the tables, makes one sort key and a row id per row, runs join() on those
 // (key, row id) relations, and turns its matching pairs into the rows of the join kind and the output
-// form: a count, gather maps, or columns gathered by the maps (late materialization). An inner join
-// with at most one 4- or 8-byte payload column per side may carry the payloads through join() instead.
+// form: a count, gather maps, or columns gathered by the maps (late materialization: payload columns on
+// the CPU threads or the engine's GPUs, as gather_plan.hpp predicts faster). An inner join with at most
+// one 4- or 8-byte payload column per side may carry the payloads through join() instead.
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 
+#include "alloc/host_pin.hpp"
 #include "core/cancel.hpp"
+#include "core/device.hpp"
+#include "engine/src/engine_internals.hpp"
 #include "engine/src/join/cpu_sort.hpp"
+#include "engine/src/table/gather_plan.hpp"
+#include "engine/src/table/gpu_gather.hpp"
 #include "engine/src/table/row_maps.hpp"
 #include "engine/src/table/table_keys.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -64,6 +71,13 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 /// join() or an Engine's join: what runs the relations underneath.
 using Joiner = std::function<JoinResult(RelationView, RelationView, const JoinOptions&)>;
+
+/// What a table join runs on: the join underneath, and the engine whose GPUs may gather payload columns
+/// (none on the CPU path).
+struct Backend {
+  Joiner join;
+  Engine* engine = nullptr;
+};
 
 struct Plan : table::JoinColumns {
   bool carry = false;
@@ -180,8 +194,107 @@ HostColumn distinct_keys(HostColumn keys) {
 /// cost less than a CPU sort of the right keys.
 constexpr std::uint64_t kSemiPairsPerRow = 4;
 
+/// A payload column of a late join's output: where it comes from, and which map (0: left, 1: right).
+struct PayloadColumn {
+  std::string name;
+  const ColumnView* source;
+  int map;
+};
+
+std::vector<PayloadColumn> payload_columns(const Plan& p) {
+  std::vector<PayloadColumn> out;
+  for (const NamedColumnView& c : p.left_columns) out.push_back({"r." + c.name, &c.column, 0});
+  for (const NamedColumnView& c : p.right_columns) out.push_back({"s." + c.name, &c.column, 1});
+  return out;
+}
+
+/// Whether late materialization may gather on GPUs: an engine, columns out, and not the CPU asked for.
+bool may_gather_on_gpus(const TableJoinOptions& o, const Backend& b) {
+  return b.engine && o.output == TableOutput::Columns && o.gather_on != GatherOn::Cpu;
+}
+
+/// Where each payload column is gathered; the CPU gathers `cpu_columns` (keys, validity) in any case.
+table::GatherPlan plan_payload_gathers(const std::vector<PayloadColumn>& payloads, std::int64_t rows, int cpu_columns,
+                                       bool maps_pinned, const TableJoinOptions& o, const Backend& b) {
+  table::GatherMachine m;
+  m.maps_pinned = maps_pinned;
+  if (may_gather_on_gpus(o, b)) {
+    const auto stacks = detail::EngineInternals::device_stacks(*b.engine);
+    m.gpus = static_cast<int>(stacks.size());
+    m.device_bytes = ~std::uint64_t{0};
+    for (const alloc::DeviceStackAllocator* stack : stacks) m.device_bytes = std::min<std::uint64_t>(m.device_bytes, stack->available());
+    m.rates = detail::EngineInternals::rates(*b.engine);
+  }
+  std::vector<table::GatherColumn> columns;
+  for (const PayloadColumn& c : payloads)
+    columns.push_back({static_cast<std::uint64_t>(c.source->size), static_cast<int>(dtype_size(c.source->type)), c.map,
+                       m.gpus > 0 && alloc::is_pinned(c.source->data)});
+  return table::plan_gathers(columns, rows, cpu_columns, m, o.gather_on);
+}
+
+/// The output columns of a late join, gathered by `maps`: the payload columns `plan` places on GPUs are
+/// queued first, then the CPU threads gather the key, its own payload columns and the validity columns
+/// while the GPUs work.
+std::vector<NamedColumn> gather_columns(const Plan& p, JoinKind how, const table::RowMaps& maps,
+                                        const std::vector<PayloadColumn>& payloads, const table::GatherPlan& plan,
+                                        const Backend& b) {
+  const std::int64_t rows = maps.rows;
+  const std::int64_t* map_of[2] = {maps.left.as<std::int64_t>(),
+                                   outputs_right_columns(how) ? maps.right.as<std::int64_t>() : nullptr};
+  std::vector<NamedColumn> gathered(payloads.size());
+  std::vector<table::GpuGatherJob> jobs;
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    if (plan.place[i] == table::kOnCpu) continue;
+    gathered[i] = {payloads[i].name, HostColumn::allocate(payloads[i].source->type, rows, MemoryKind::Pinned)};
+    jobs.push_back({*payloads[i].source, payloads[i].map, plan.place[i], &gathered[i].column});
+  }
+  std::optional<table::GpuGathers> gpus;
+  if (!jobs.empty()) {
+    gpus.emplace(b.engine->devices(), detail::EngineInternals::device_stacks(*b.engine));
+    gpus->start(jobs, map_of, rows);
+  }
+  std::vector<NamedColumn> out;
+  for (std::size_t i = 0; i < p.left_key.columns.size(); ++i)
+    out.push_back({p.left_key.columns.size() == 1 ? "key" : "key." + p.left_key.names[i],
+                   table::gather(p.left_key.columns[i], map_of[0], rows, map_of[1] ? &p.right_key.columns[i] : nullptr,
+                                 map_of[1])});
+  for (std::size_t i = 0; i < payloads.size(); ++i)
+    if (plan.place[i] == table::kOnCpu) gathered[i] = {payloads[i].name, table::gather(*payloads[i].source, map_of[payloads[i].map], rows)};
+  std::vector<NamedColumn> validity;
+  if (how == JoinKind::RightOuter || how == JoinKind::FullOuter) validity.push_back({"r.valid", table::validity(map_of[0], rows)});
+  if (how == JoinKind::LeftOuter || how == JoinKind::FullOuter) validity.push_back({"s.valid", table::validity(map_of[1], rows)});
+  if (gpus) gpus->finish();
+  for (auto* part : {&gathered, &validity})
+    for (NamedColumn& c : *part) out.push_back(std::move(c));
+  return out;
+}
+
+/// Columns the CPU gathers whatever the plan: the key's components and the validity columns.
+int cpu_gathered_columns(const Plan& p, JoinKind how) {
+  return static_cast<int>(p.left_key.columns.size()) + (how == JoinKind::FullOuter ? 2 : how == JoinKind::LeftOuter || how == JoinKind::RightOuter ? 1 : 0);
+}
+
+bool places_any_on_gpus(const table::GatherPlan& plan) {
+  return std::any_of(plan.place.begin(), plan.place.end(), [](int d) { return d != table::kOnCpu; });
+}
+
+/// The most rows a join of `kind` outputs from `pairs` matching pairs of tables of `left` and `right` rows.
+std::int64_t most_rows(JoinKind kind, std::int64_t pairs, std::int64_t left, std::int64_t right) {
+  if (!outputs_right_columns(kind)) return left;
+  const bool left_kept = kind == JoinKind::LeftOuter || kind == JoinKind::FullOuter;
+  const bool right_kept = kind == JoinKind::RightOuter || kind == JoinKind::FullOuter;
+  return pairs + (left_kept ? left : 0) + (right_kept ? right : 0);
+}
+
+std::uint64_t pcie_bytes(const table::GatherPlan& plan) {
+  std::uint64_t bytes = 0;
+  for (const table::GpuGatherLoad& g : plan.gpus) bytes += g.in + g.out;
+  return bytes;
+}
+
 TableJoinResult join_late(const Plan& p, const TableView& left, const TableView& right, const TableJoinOptions& o,
-                          const Joiner& joiner) {
+                          const Backend& backend) {
+  const Joiner& joiner = backend.join;
   const std::int64_t nl = left.rows(), nr = right.rows();
   const bool semi_or_anti = !outputs_right_columns(o.how);
   auto t = Clock::now();
@@ -219,7 +332,16 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
     return res;
   }
   t = Clock::now();
-  table::RowMaps maps = table::rows_of_kind(o.how, pair_left, pair_right, nl, r.size());
+  // Maps that GPUs will read are made pinned (copies from pageable memory are staged and synchronous),
+  // as planned on the most rows the kind can output; the plan is made again on the rows it does output.
+  const std::vector<PayloadColumn> payloads = payload_columns(p);
+  const int cpu_columns = cpu_gathered_columns(p, o.how);
+  const bool pin_maps =
+      may_gather_on_gpus(o, backend) &&
+      places_any_on_gpus(plan_payload_gathers(payloads, most_rows(o.how, pair_left.size(), nl, r.size()), cpu_columns,
+                                              true, o, backend));
+  table::RowMaps maps = table::rows_of_kind(o.how, pair_left, pair_right, nl, r.size(),
+                                            pin_maps ? MemoryKind::Pinned : MemoryKind::Pageable);
   res.join.phases.push_back({"table.rows", seconds_since(t), 0, 0});
   res.count = static_cast<std::uint64_t>(maps.rows);
   res.join.key = HostColumn();
@@ -232,32 +354,23 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
     return res;
   }
   t = Clock::now();
-  const std::int64_t* lmap = maps.left.as<std::int64_t>();
-  const std::int64_t* rmap = semi_or_anti ? nullptr : maps.right.as<std::int64_t>();
-  for (std::size_t i = 0; i < p.left_key.columns.size(); ++i)
-    res.columns.push_back({p.left_key.columns.size() == 1 ? "key" : "key." + p.left_key.names[i],
-                           table::gather(p.left_key.columns[i], lmap, maps.rows,
-                                         rmap ? &p.right_key.columns[i] : nullptr, rmap)});
-  for (const NamedColumnView& c : p.left_columns)
-    res.columns.push_back({"r." + c.name, table::gather(c.column, lmap, maps.rows)});
-  for (const NamedColumnView& c : p.right_columns)
-    res.columns.push_back({"s." + c.name, table::gather(c.column, rmap, maps.rows)});
-  if (o.how == JoinKind::RightOuter || o.how == JoinKind::FullOuter)
-    res.columns.push_back({"r.valid", table::validity(lmap, maps.rows)});
-  if (o.how == JoinKind::LeftOuter || o.how == JoinKind::FullOuter)
-    res.columns.push_back({"s.valid", table::validity(rmap, maps.rows)});
-  res.join.phases.push_back({"table.gather", seconds_since(t), 0, 0});
+  const table::GatherPlan plan = plan_payload_gathers(payloads, maps.rows, cpu_columns,
+                                                      maps.left.memory_kind() == MemoryKind::Pinned, o, backend);
+  res.gathers = plan.why;
+  res.columns = gather_columns(p, o.how, maps, payloads, plan, backend);
+  res.join.phases.push_back({"table.gather", seconds_since(t), pcie_bytes(plan), 0});
   return res;
 }
 
-TableJoinResult run(const TableView& left, const TableView& right, const TableJoinOptions& options, const Joiner& joiner) {
+TableJoinResult run(const TableView& left, const TableView& right, const TableJoinOptions& options, const Backend& backend) {
+  const Joiner& joiner = backend.join;
   const auto start = Clock::now();
   const Plan plan = plan_join(left, right, options);
   const detail::CancelScope cancel(options.join.cancel);
   TableJoinResult res = plan.carry ? join_carried(plan, left.rows(), right.rows(), options, joiner)
                         : options.how == JoinKind::Inner && options.output == TableOutput::Count
                             ? count_inner(plan, left.rows(), right.rows(), options, joiner)
-                            : join_late(plan, left, right, options, joiner);
+                            : join_late(plan, left, right, options, backend);
   res.seconds = seconds_since(start);
   return res;
 }
@@ -265,13 +378,20 @@ TableJoinResult run(const TableView& left, const TableView& right, const TableJo
 }  // namespace
 
 TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options) {
-  return run(left, right, options, [](RelationView r, RelationView s, const JoinOptions& o) { return join(r, s, o); });
+  const JoinOptions& j = options.join;
+  // On GPUs, one engine for the whole call (a semi join may join twice, and the gathers use its GPUs).
+  // Without a GPU, join() runs the CPU path or refuses GPUs asked for by name, with its own message.
+  if ((j.gpus != 0 || !j.gpu_ids.empty()) && gpu::device_count() > 0) {
+    Engine engine(j);
+    return join_tables(engine, left, right, options);
+  }
+  return run(left, right, options, Backend{[](RelationView r, RelationView s, const JoinOptions& o) { return join(r, s, o); }});
 }
 
 TableJoinResult join_tables(Engine& engine, const TableView& left, const TableView& right,
                             const TableJoinOptions& options) {
   return run(left, right, options,
-             [&engine](RelationView r, RelationView s, const JoinOptions& o) { return engine.join(r, s, o); });
+             Backend{[&engine](RelationView r, RelationView s, const JoinOptions& o) { return engine.join(r, s, o); }, &engine});
 }
 
 }  // namespace mgjoin

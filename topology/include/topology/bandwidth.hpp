@@ -26,6 +26,7 @@ struct MeasuredBandwidths {
   /// Host rates the planner's cost model weighs (0: not measured; `mgjoin tune` measures them):
   double host_memcpy = 0;  ///< a copy between host buffers with all threads, bytes copied per second
   double cpu_merge = 0;    ///< the merge phase's multiway merge of 8-byte keys with 8-byte payloads, bytes out per second
+  double cpu_gather = 0;   ///< 8-byte words gathered by a random row-index map, bytes out per second (a miss per row)
 
   bool empty() const { return h2d_alone.empty(); }
 };

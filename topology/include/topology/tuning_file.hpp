@@ -13,7 +13,8 @@
 //       "p2p_both_ways": [[0, 780, ...], ...],                // GPU x GPU, both directions summed
 //       "all_to_all": { "gpus": [0, 1, 2, 3], "gbps": 787 },
 //       "both_ways_all": 300.5,                               // H2D and D2H at once, summed (0: not measured)
-//       "host_memcpy": 21.3, "cpu_merge": 9.8                 // host rates of the cost model (0: not measured)
+//       "host_memcpy": 21.3, "cpu_merge": 9.8,                // host rates of the cost model (0: not measured)
+//       "cpu_gather": 4.2
 //     },
 //     "best": [ { "g": 2, "gpus": [0, 1], "strategy": "radix", "seconds": 0.84,
 //                 "flow": "copart", "copart_seconds": 0.21 }, ... ]
