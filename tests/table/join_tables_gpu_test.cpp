@@ -8,6 +8,7 @@
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 
+#include "alloc/fault_injection.hpp"
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
@@ -144,12 +145,14 @@ TEST_P(GpuTableJoins, LargeTablesAgreeWithTheReference) {
 
 /// Late materialization with every payload column gathered on the GPUs (GatherOn::Gpus): every kind, on
 /// tables with payload columns of every type (1, 2, 4 and 8 bytes a value) beside random ones, inputs
-/// random, with many duplicates, of extreme keys and matching nothing; through the engine and through
+/// random, with many duplicates, of extreme keys, matching nothing and with an empty side; through the engine and through
 /// the overload that makes its own. The result says that the GPUs gathered every payload column.
 TEST_P(GpuTableJoins, PayloadColumnsGatheredOnTheGpus) {
   MGJOIN_REQUIRE_GPUS(GetParam().gpus);
   Rng rng = this->rng();
-  constexpr Shape shapes[] = {Shape::Random, Shape::Duplicates, Shape::Extremes, Shape::NoMatch};
+  // Empty sides: an outer join gathers the empty side's columns by a map of -1 only.
+  constexpr Shape shapes[] = {Shape::Random,  Shape::Duplicates, Shape::Extremes,
+                              Shape::NoMatch, Shape::EmptyLeft,  Shape::EmptyRight};
   const auto specs = gpu_key_specs();
   for (std::size_t i = 0; i < std::size(shapes); ++i) {
     TableInput in = make_input(specs[i % specs.size()], shapes[i], rng);
@@ -258,6 +261,56 @@ INSTANTIATE_TEST_SUITE_P(Flows, GpuTableJoins,
                          [](const auto& info) {
                            return "g" + std::to_string(info.param.gpus) + "_" + strategy_label(info.param.strategy);
                          });
+
+/// GPU gathers that run out of device memory as they start (each of their device allocations failed in
+/// turn): the join completes with every column gathered on the CPU, agrees with the reference and says
+/// so; the engine is whole afterwards.
+TEST(GpuTableGathers, DeviceMemoryRunningOutFallsBackToTheCpu) {
+  MGJOIN_REQUIRE_GPUS(1);
+  Rng rng(announce_seed());
+  TableInput in = make_input({"int64", {DType::Int64}}, Shape::Random, rng);
+  for (auto [table, prefix] : {std::pair{&in.left, "lx"}, std::pair{&in.right, "rx"}})
+    for (const DType t : {DType::Int64, DType::Int8, DType::Float32}) {
+      std::string name = prefix;
+      name += dtype_name(t);
+      table->columns.push_back(random_payload(std::move(name), t, table->rows(), rng));
+    }
+  TableJoinOptions o;
+  o.left_on = in.left_on;
+  o.right_on = in.right_on;
+  o.how = JoinKind::FullOuter;
+  o.materialization = Materialization::Late;
+  o.join.gpus = 1;
+  o.join.gpu_memory_limit = kGpuMemory;
+  Engine& engine = engine_for(1);
+  struct Disarm {
+    ~Disarm() { alloc::fault::fail_nth_allocation(0); }
+  } disarm;
+  const auto device_allocations = [&](GatherOn on) {
+    TableJoinOptions counted = o;
+    counted.gather_on = on;
+    alloc::fault::fail_nth_allocation(~0ull);  // counts, fails none
+    join_tables(engine, in.left.view(), in.right.view(), counted);
+    return alloc::fault::allocations_counted();
+  };
+  const std::uint64_t join_only = device_allocations(GatherOn::Cpu), with_gathers = device_allocations(GatherOn::Gpus);
+  ASSERT_GT(with_gathers, join_only) << "the GPUs' gathers take device memory (maps, sources, outputs)";
+  o.gather_on = GatherOn::Gpus;
+  for (std::uint64_t n = join_only + 1; n <= with_gathers; ++n) {
+    alloc::fault::fail_nth_allocation(n);
+    TableJoinResult res;
+    try {
+      res = join_tables(engine, in.left.view(), in.right.view(), o);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "device allocation " << n << " failing: join_tables threw " << e.what();
+      continue;
+    }
+    EXPECT_TRUE(matches_reference(in, o, res)) << "device allocation " << n << " failing";
+    EXPECT_NE(res.gathers.find("GPU memory ran out"), std::string::npos) << n << ": " << res.gathers;
+  }
+  alloc::fault::fail_nth_allocation(0);
+  EXPECT_TRUE(run_and_check(in, o, "after the faults: ", CarryCheck::LateOrCarried, &engine));
+}
 
 /// join_tables(Engine&, ...) refuses options whose EngineOptions part is set and differs from the
 /// engine's.

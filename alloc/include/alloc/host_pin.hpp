@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 namespace mgjoin::alloc {
@@ -14,35 +15,46 @@ namespace mgjoin::alloc {
 inline bool is_pinned(const void* p) {
   cudaPointerAttributes attr{};
   if (!p || cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
+    cudaGetLastError();  // the attribute query of pageable memory may leave an error behind
     return false;
   }
   return attr.type == cudaMemoryTypeHost;
 }
 
-/// Registers [p, p + bytes) with CUDA until destroyed; memory that is already pinned (or registered) is
-/// left alone. Movable, so that a vector can hold the pins of several columns.
+/// Whether [p, p + bytes) is pinned: its first and last bytes (a range cannot be pinned in part only by
+/// one registration, but a slice may start inside another one's).
+inline bool is_pinned(const void* p, std::size_t bytes) {
+  return is_pinned(p) && (bytes == 0 || is_pinned(static_cast<const char*>(p) + bytes - 1));
+}
+
+/// What a HostPin does with memory that cannot be registered (read-only mappings where the GPU does not
+/// support read-only registration, a range sharing pages with another registration, the OS's limit).
+enum class Unpinnable : std::uint8_t {
+  Throw,       ///< CudaError
+  CopyStaged,  ///< leave it pageable: copies from it are staged by the driver, slower but right
+};
+
+/// Registers [p, p + bytes) with CUDA until destroyed; memory that is already pinned is left alone.
+/// Movable, so that a vector can hold the pins of several columns.
 class HostPin {
  public:
   HostPin() = default;
-  HostPin(const void* p, std::size_t bytes) {
-    if (!p || bytes == 0) return;
-    cudaPointerAttributes attr{};
-    if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type != cudaMemoryTypeUnregistered) return;
-    cudaGetLastError();  // the attribute query of pageable memory may leave an error behind
-    // Registration only pins the pages (it writes nothing): const memory may be registered.
-    const cudaError_t e = cudaHostRegister(const_cast<void*>(p), bytes, cudaHostRegisterPortable);
-    if (e == cudaErrorHostMemoryAlreadyRegistered) {
-      // Part of the range is registered already (a neighbour in the same allocation shares a page):
-      // copies from it are then staged by the driver, slower but right.
+  HostPin(const void* p, std::size_t bytes, Unpinnable otherwise = Unpinnable::Throw) {
+    if (!p || bytes == 0 || is_pinned(p, bytes)) return;
+    // Registration only pins the pages (it writes nothing): const memory may be registered, and memory
+    // mapped read-only may be registered as such where the GPU supports it.
+    void* at = const_cast<void*>(p);
+    cudaError_t e = cudaHostRegister(at, bytes, cudaHostRegisterPortable);
+    if (e == cudaErrorInvalidValue && otherwise == Unpinnable::CopyStaged) {
       cudaGetLastError();
-      return;
+      e = cudaHostRegister(at, bytes, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
     }
     if (e != cudaSuccess) {
       cudaGetLastError();  // not left behind for the next launch check
+      if (otherwise == Unpinnable::CopyStaged || e == cudaErrorHostMemoryAlreadyRegistered) return;
       MGJOIN_CUDA_TRY(e);
     }
-    pinned_ = const_cast<void*>(p);
+    pinned_ = at;
   }
   ~HostPin() {
     if (pinned_) cudaHostUnregister(pinned_);
@@ -55,7 +67,7 @@ class HostPin {
   HostPin(const HostPin&) = delete;
   HostPin& operator=(const HostPin&) = delete;
 
-  /// Whether this pin registered the memory (false: it was pinned already, or empty).
+  /// Whether this pin registered the memory (false: it was pinned already, empty, or left pageable).
   bool registered() const { return pinned_ != nullptr; }
 
  private:

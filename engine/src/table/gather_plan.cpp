@@ -64,10 +64,13 @@ std::uint64_t gather_device_bytes(const GpuGatherLoad& load, std::int64_t rows) 
 }
 
 double gpu_gather_seconds(const GpuGatherLoad& load, const detail::Rates& per_gpu) {
-  // Pinning pageable memory touches every page once: taken at the host memcpy rate.
-  const double pin = seconds(load.registered, per_gpu.host_memcpy);
-  return pin + load.columns * kGpuSecondsPerColumn +
+  return load.columns * kGpuSecondsPerColumn +
          std::max({seconds(load.in, per_gpu.h2d), seconds(load.out, per_gpu.d2h), seconds(load.in + load.out, per_gpu.both_ways)});
+}
+
+double pin_seconds(std::uint64_t bytes, const detail::Rates& rates) {
+  // Registration touches every page once: taken at the host memcpy rate.
+  return seconds(bytes, rates.host_memcpy);
 }
 
 double cpu_gather_seconds(std::int64_t rows, const detail::Rates& rates) { return seconds(output_bytes(rows, 8), rates.cpu_gather); }
@@ -78,9 +81,9 @@ GatherPlan plan_gathers(std::span<const GatherColumn> columns, std::int64_t rows
   p.place.assign(columns.size(), kOnCpu);
   p.gpus.resize(static_cast<std::size_t>(std::max(machine.gpus, 0)));
   const double one_column = cpu_gather_seconds(rows, machine.rates);
-  p.cpu_seconds = cpu_columns * one_column;
+  double cpu = cpu_columns * one_column;  // the CPU's gathers, after the pinning
   if (choice == GatherOn::Cpu || machine.gpus <= 0 || columns.empty() || rows == 0) {
-    p.cpu_seconds += static_cast<double>(columns.size()) * one_column;
+    p.cpu_seconds = cpu + static_cast<double>(columns.size()) * one_column;
     p.why = choice == GatherOn::Cpu ? "gathers: CPU (asked for)" : machine.gpus <= 0 ? "gathers: CPU (no GPU)" : "gathers: CPU";
     return p;
   }
@@ -90,27 +93,38 @@ GatherPlan plan_gathers(std::span<const GatherColumn> columns, std::int64_t rows
   std::iota(order.begin(), order.end(), std::size_t{0});
   const auto cost = [&](std::size_t c) { return columns[c].source_rows * columns[c].width + output_bytes(rows, columns[c].width); };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
+  // The host pins every pageable source and map before it queues any copy or gathers a column itself:
+  // pinning delays the CPU and every GPU alike.
+  std::uint64_t registered = 0;
   std::size_t too_large = 0;
   for (const std::size_t c : order) {
     int best = kOnCpu;
-    double best_finish = choice == GatherOn::Auto ? p.cpu_seconds + one_column : 0;
-    bool fits_somewhere = false;
+    double best_finish = choice == GatherOn::Auto ? pin_seconds(registered, machine.rates) + cpu + one_column : 0;
     for (int d = 0; d < machine.gpus; ++d) {
-      const GpuGatherLoad trial = with_column(p.gpus[static_cast<std::size_t>(d)], columns[c], rows, machine.maps_pinned);
+      const GpuGatherLoad& load = p.gpus[static_cast<std::size_t>(d)];
+      const GpuGatherLoad trial = with_column(load, columns[c], rows, machine.maps_pinned);
       if (gather_device_bytes(trial, rows) > machine.device_bytes) continue;
-      fits_somewhere = true;
-      const double finish = gpu_gather_seconds(trial, gpu_rates);
+      const double finish = pin_seconds(registered + trial.registered - load.registered, machine.rates) +
+                            gpu_gather_seconds(trial, gpu_rates);
       if (best == kOnCpu ? (choice == GatherOn::Gpus || finish < best_finish) : finish < best_finish) {
         best = d;
         best_finish = finish;
       }
     }
-    too_large += !fits_somewhere;
+    too_large += gather_device_bytes(with_column({}, columns[c], rows, machine.maps_pinned), rows) > machine.device_bytes;
     p.place[c] = best;
-    if (best == kOnCpu) p.cpu_seconds += one_column;
-    else p.gpus[static_cast<std::size_t>(best)] = with_column(p.gpus[static_cast<std::size_t>(best)], columns[c], rows, machine.maps_pinned);
+    if (best == kOnCpu) {
+      cpu += one_column;
+      continue;
+    }
+    GpuGatherLoad& load = p.gpus[static_cast<std::size_t>(best)];
+    const GpuGatherLoad grown = with_column(load, columns[c], rows, machine.maps_pinned);
+    registered += grown.registered - load.registered;
+    load = grown;
   }
-  for (const GpuGatherLoad& load : p.gpus) p.gpu_seconds = std::max(p.gpu_seconds, gpu_gather_seconds(load, gpu_rates));
+  const double pins = pin_seconds(registered, machine.rates);
+  p.cpu_seconds = pins + cpu;
+  for (const GpuGatherLoad& load : p.gpus) p.gpu_seconds = std::max(p.gpu_seconds, pins + gpu_gather_seconds(load, gpu_rates));
   p.why = describe(p, too_large, choice);
   return p;
 }

@@ -46,7 +46,8 @@ inline constexpr int kOnCpu = -1;
 struct GatherPlan {
   std::vector<int> place;  ///< per column: the GPU (an index into the engine's set) or kOnCpu
   std::vector<GpuGatherLoad> gpus;
-  double cpu_seconds = 0, gpu_seconds = 0;  ///< predicted: the CPU's share, the slowest GPU's share
+  /// Predicted: the CPU's share and the slowest GPU's share, each after the host's pinning.
+  double cpu_seconds = 0, gpu_seconds = 0;
   std::string why;                          ///< "gathers: ..." (the choice, the prediction, or why not GPUs)
 };
 
@@ -54,8 +55,12 @@ struct GatherPlan {
 /// source and two output buffers of the largest (the next column comes in while the last goes out).
 std::uint64_t gather_device_bytes(const GpuGatherLoad& load, std::int64_t rows);
 
-/// Predicted seconds of a GPU's share: its copies each way (overlapping), after pinning its pageable sources.
+/// Predicted seconds of a GPU's share once the host has pinned what it needed: its copies each way
+/// (overlapping) and a fixed cost a column.
 double gpu_gather_seconds(const GpuGatherLoad& load, const detail::Rates& per_gpu);
+
+/// Predicted seconds of pinning `bytes` of pageable memory (sources and maps) before the gathers start.
+double pin_seconds(std::uint64_t bytes, const detail::Rates& rates);
 
 /// Predicted seconds of the CPU gathering `rows` rows of one column.
 double cpu_gather_seconds(std::int64_t rows, const detail::Rates& rates);

@@ -90,7 +90,8 @@ struct GpuGathers::Gpu {
     const int b = queued++ % 2;
     const std::size_t width = dtype_size(job.source.type);
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(in, source_free[b], 0));
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(source[b].data(), job.source.data, column_bytes(job.source), cudaMemcpyHostToDevice, in));
+    if (column_bytes(job.source) > 0)  // an empty side of an outer join: every map entry is -1
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(source[b].data(), job.source.data, column_bytes(job.source), cudaMemcpyHostToDevice, in));
     source_ready[b].record(in);
 
     MGJOIN_CUDA_TRY(cudaStreamWaitEvent(work, source_ready[b], 0));
@@ -129,12 +130,14 @@ void GpuGathers::start(std::span<const GpuGatherJob> jobs, const std::int64_t* c
                    "a GPU gather job names its GPU, its map and an output of its rows and type");
     per_gpu[static_cast<std::size_t>(j.gpu)].push_back(&j);
     map_used[j.map] = true;
-    // Copies from pageable memory would be staged and synchronous: pin what is not pinned yet.
-    pins_.emplace_back(j.source.data, column_bytes(j.source));
-    pins_.emplace_back(j.out->data(), j.out->bytes());
+    // Copies from pageable memory would be staged and synchronous: pin what is not pinned yet (where
+    // that fails, e.g. a read-only mapping, the copies are staged: slower, still right).
+    pins_.emplace_back(j.source.data, column_bytes(j.source), alloc::Unpinnable::CopyStaged);
+    pins_.emplace_back(j.out->data(), j.out->bytes(), alloc::Unpinnable::CopyStaged);
   }
   for (int m = 0; m < 2; ++m)
-    if (map_used[m]) pins_.emplace_back(maps[m], static_cast<std::size_t>(rows) * sizeof(std::int64_t));
+    if (map_used[m])
+      pins_.emplace_back(maps[m], static_cast<std::size_t>(rows) * sizeof(std::int64_t), alloc::Unpinnable::CopyStaged);
   for (std::size_t d = 0; d < gpus_.size(); ++d)
     if (!per_gpu[d].empty()) gpus_[d]->take_buffers(per_gpu[d], maps, rows);
   // Column by column across the GPUs: each GPU's queue is in its own streams, so the order between GPUs

@@ -228,16 +228,17 @@ table::GatherPlan plan_payload_gathers(const std::vector<PayloadColumn>& payload
   std::vector<table::GatherColumn> columns;
   for (const PayloadColumn& c : payloads)
     columns.push_back({static_cast<std::uint64_t>(c.source->size), static_cast<int>(dtype_size(c.source->type)), c.map,
-                       m.gpus > 0 && alloc::is_pinned(c.source->data)});
+                       m.gpus > 0 && alloc::is_pinned(c.source->data, c.source->bytes())});
   return table::plan_gathers(columns, rows, cpu_columns, m, o.gather_on);
 }
 
 /// The output columns of a late join, gathered by `maps`: the payload columns `plan` places on GPUs are
 /// queued first, then the CPU threads gather the key, its own payload columns and the validity columns
-/// while the GPUs work.
+/// while the GPUs work. Where a GPU's memory runs out as the gathers start, the CPU gathers its columns
+/// too, and `why` says so.
 std::vector<NamedColumn> gather_columns(const Plan& p, JoinKind how, const table::RowMaps& maps,
-                                        const std::vector<PayloadColumn>& payloads, const table::GatherPlan& plan,
-                                        const Backend& b) {
+                                        const std::vector<PayloadColumn>& payloads, table::GatherPlan plan,
+                                        const Backend& b, std::string& why) {
   const std::int64_t rows = maps.rows;
   const std::int64_t* map_of[2] = {maps.left.as<std::int64_t>(),
                                    outputs_right_columns(how) ? maps.right.as<std::int64_t>() : nullptr};
@@ -250,8 +251,14 @@ std::vector<NamedColumn> gather_columns(const Plan& p, JoinKind how, const table
   }
   std::optional<table::GpuGathers> gpus;
   if (!jobs.empty()) {
-    gpus.emplace(b.engine->devices(), detail::EngineInternals::device_stacks(*b.engine));
-    gpus->start(jobs, map_of, rows);
+    try {
+      gpus.emplace(b.engine->devices(), detail::EngineInternals::device_stacks(*b.engine));
+      gpus->start(jobs, map_of, rows);
+    } catch (const OutOfMemory& e) {
+      gpus.reset();  // waits for what was queued and gives its buffers back
+      std::fill(plan.place.begin(), plan.place.end(), table::kOnCpu);
+      why += std::string("; GPU memory ran out (") + e.what() + "): gathered on the CPU";
+    }
   }
   std::vector<NamedColumn> out;
   for (std::size_t i = 0; i < p.left_key.columns.size(); ++i)
@@ -357,7 +364,7 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
   const table::GatherPlan plan = plan_payload_gathers(payloads, maps.rows, cpu_columns,
                                                       maps.left.memory_kind() == MemoryKind::Pinned, o, backend);
   res.gathers = plan.why;
-  res.columns = gather_columns(p, o.how, maps, payloads, plan, backend);
+  res.columns = gather_columns(p, o.how, maps, payloads, plan, backend, res.gathers);
   res.join.phases.push_back({"table.gather", seconds_since(t), pcie_bytes(plan), 0});
   return res;
 }
@@ -382,6 +389,7 @@ TableJoinResult join_tables(const TableView& left, const TableView& right, const
   // On GPUs, one engine for the whole call (a semi join may join twice, and the gathers use its GPUs).
   // Without a GPU, join() runs the CPU path or refuses GPUs asked for by name, with its own message.
   if ((j.gpus != 0 || !j.gpu_ids.empty()) && gpu::device_count() > 0) {
+    (void)plan_join(left, right, options);  // the tables' errors first, before the GPUs' memory is taken
     Engine engine(j);
     return join_tables(engine, left, right, options);
   }
