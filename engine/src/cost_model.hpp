@@ -29,9 +29,9 @@ struct Rates {
 inline constexpr double kDefaultPcieGbps = 25, kDefaultBothWaysGbps = 40;
 inline constexpr double kDefaultHostMemcpyGbps = 10, kDefaultCpuMergeGbps = 5;
 inline constexpr double kBothWaysShare = 0.8;
-/// A random gather of 8-byte words with all threads: a placeholder until measured on the GPU machines
-/// (nvidia-h100-x1/h200-x2: see PERFORMANCE.md, issue 19).
-inline constexpr double kDefaultCpuGatherGbps = 8;
+/// A random gather of 8-byte words with all threads: `mgjoin tune` measured 6.0 and 6.2 GB/s on
+/// nvidia-h100-x2's 32 cores (2026-11-25; PERFORMANCE.md, issue 19).
+inline constexpr double kDefaultCpuGatherGbps = 6;
 
 /// Rates of `g` GPUs from `measured` (nullptr or unmeasured figures: defaults). Aggregates measured on
 /// all of the machine's n GPUs are scaled by g / n.

@@ -4,7 +4,8 @@
 //   on stacks of this test's own: random and adversarial inputs (flow_check.hpp), either side resident,
 //   count and materialized, g = 1 and 2, copy engines and NCCL;
 // - StreamedPlanner: through the public API, a GPU memory limit that holds the smaller relation but not
-//   both makes the planner stream, and the answer is still the reference's.
+//   both (found per g by the planner's own arithmetic) makes the planner stream, and the answer is still
+//   the reference's.
 #include "engine/src/copart/copart_join.hpp"
 
 
@@ -25,6 +26,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace mgjoin::test {
@@ -106,19 +108,95 @@ std::pair<Relation, Relation> lookup_join(std::mt19937_64& rng, std::size_t r_ro
   return {relation_of(r, payloads ? 8 : 0, 0), relation_of(s, payloads ? 8 : 0, 1u << 30)};
 }
 
+/// The planner's window for R and S on g GPUs: `streamed`, the smallest GPU memory limit (in 16 MiB
+/// steps) whose plan fits streamed, and `in_core`, the smallest whose plan fits in core (0: none up to
+/// 4 GiB). By the planner's own arithmetic on what the engine plans with: device_bytes is
+/// EngineOptions::gpu_memory_limit itself (sort::usable_device_bytes), the scratch sizes are CUB's on
+/// this GPU, and the samples are the engine's (sample_keys is deterministic: the same keys, the same
+/// plan). Auto keeps such a plan: the cost model has the co-partitioned flow move every byte in once,
+/// less than the paper flow moves, and host memory is checked only for buckets.
+struct StreamWindow {
+  std::uint64_t streamed = 0, in_core = 0;
+  bool wide() const { return streamed > 0 && in_core >= streamed + (32ull << 20); }
+  std::uint64_t middle() const { return (streamed + (in_core - streamed) / 2) >> 20 << 20; }
+};
+
+StreamWindow stream_window(Relation& r, Relation& s, int g, OutputMode output) {
+  const RelationView rv = r.view(), sv = s.view();
+  const copart::KeySample rs = copart::sample_keys(rv.key), ss = copart::sample_keys(sv.key);
+  const copart::ScratchSizes scratch = copart::device_scratch_sizes();
+  StreamWindow w;
+  for (std::uint64_t bytes = 16ull << 20; bytes <= (4ull << 30) && w.in_core == 0; bytes += 16ull << 20) {
+    const CopartPlan plan = copart::plan_copart(rs, ss, rv, sv, g, output, bytes, scratch);
+    if (plan.fits && !plan.streamed) w.in_core = bytes;
+    if (plan.fits && plan.streamed && w.streamed == 0) w.streamed = bytes;
+  }
+  return w;
+}
+
+/// A lookup join's reference: a hash multimap on the small R's key bits, S probed row by row (what
+/// reference_tuples does with the sides swapped: hashing tens of millions of S rows would take most of
+/// this test's time). Tuples only when `tuples`.
+struct Expected {
+  std::uint64_t count = 0;
+  std::vector<Tuple> tuples;  ///< sorted
+};
+
+Expected lookup_reference(const Relation& r, const Relation& s, bool tuples) {
+  std::unordered_multimap<std::uint64_t, std::int64_t> r_rows;
+  r_rows.reserve(static_cast<std::size_t>(r.size()));
+  for (std::int64_t i = 0; i < r.size(); ++i) r_rows.emplace(key_bits(r.key, i), i);
+  const auto payload = [](const Relation& rel, std::int64_t i) { return rel.payload ? key_bits(*rel.payload, i) : 0; };
+  Expected e;
+  for (std::int64_t j = 0; j < s.size(); ++j) {
+    const std::uint64_t key = key_bits(s.key, j);
+    const auto [begin, end] = r_rows.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      ++e.count;
+      if (tuples) e.tuples.emplace_back(key, payload(r, it->second), payload(s, j));
+    }
+  }
+  std::sort(e.tuples.begin(), e.tuples.end());
+  return e;
+}
+
 TEST(StreamedPlanner, AMemoryLimitHoldingOnlyTheSmallerRelationStreams) {
   MGJOIN_REQUIRE_GPUS(1);
   std::mt19937_64 rng(announce_seed());
+  // Sizes with a wide window at g = 1 and 2: in core needs about 1/g of S per GPU, the streamed plan
+  // fixed buffers that do not shrink with g (chunks of at least 2^20 rows, landings of g chunks, output
+  // windows), so S must be large for the window to stay open on two GPUs. By the planner's arithmetic
+  // with sort scratch of 0.4 bytes a row to a tuple's width: count ~[96, 320..448) MiB at g = 1 and
+  // [160, 240..304) at g = 2; materialize ~[272, 832..1104) and [416, 544..736).
   struct Case {
     OutputMode output;
     std::size_t s_rows;
-    std::uint64_t limit;  ///< below the in-core plan, above the streamed one (printed in the reason)
   };
-  for (const Case c : {Case{OutputMode::Count, 6'000'000, 128ull << 20}, Case{OutputMode::Materialize, 12'000'000, 384ull << 20}})
+  for (const Case c : {Case{OutputMode::Count, 16'000'000}, Case{OutputMode::Materialize, 24'000'000}}) {
+    const bool materialize = c.output == OutputMode::Materialize;
+    auto [r, s] = lookup_join(rng, 300'000, c.s_rows, materialize);
+    const Expected expected = lookup_reference(r, s, materialize);
     for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
-      const auto [r, s] = lookup_join(rng, 300'000, c.s_rows, c.output == OutputMode::Materialize);
-      check_planned(r, s, g, c.limit, c.output, "streamed: R resident");
+      const StreamWindow w = stream_window(r, s, g, c.output);
+      const std::uint64_t limit = w.middle();
+      SCOPED_TRACE(std::string(materialize ? "materialize" : "count") + ", |S| " + std::to_string(c.s_rows) + ", g = " +
+                   std::to_string(g) + ": streamed from " + std::to_string(w.streamed >> 20) + " MiB, in core from " +
+                   std::to_string(w.in_core >> 20) + " MiB, limit " + std::to_string(limit >> 20) + " MiB");
+      ASSERT_TRUE(w.wide()) << "no GPU memory limit (32 MiB or more of them) makes the planner stream these sizes: "
+                               "choose others";
+      Relation rc = copy_of(r), sc = copy_of(s);
+      JoinOptions options;
+      options.output = c.output;
+      const JoinResult result = shared_engines().get(g, limit).join(rc.view(), sc.view(), options);
+      SCOPED_TRACE(result.strategy_reason);
+      EXPECT_EQ(result.strategy, JoinStrategy::CoPartitioned);
+      EXPECT_NE(result.strategy_reason.find("streamed: R resident"), std::string::npos);
+      EXPECT_EQ(result.count, expected.count);
+      if (materialize) {
+        EXPECT_TRUE(result_tuples(result) == expected.tuples) << "the output tuples differ from the reference";
+      }
     }
+  }
 }
 
 }  // namespace

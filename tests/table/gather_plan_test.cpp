@@ -1,6 +1,7 @@
 // Late materialization's gather plan (engine/src/table/gather_plan.hpp): which payload columns the CPU
 // gathers and which go to a GPU, from sizes and rates. Every expected placement and prediction below is
-// worked out by hand from the rates given (seconds = bytes / (GB/s · 1e9), plus 50 µs a GPU column).
+// worked out by hand from the rates given (seconds = bytes / (GB/s · 1e9); a GPU with columns adds 200 µs
+// and 50 µs a column).
 #include "engine/src/table/gather_plan.hpp"
 
 #include <gtest/gtest.h>
@@ -44,7 +45,7 @@ TEST(GatherPlan, CpuAskedForOrNoGpuGathersEverythingOnTheCpu) {
 
 TEST(GatherPlan, FastPcieSendsEveryColumnToAGpuAndEachGpuFollowsOneMap) {
   // 2 GPUs at 50 GB/s each way (100 together), 80 both ways each; the CPU at 4 GB/s: a column costs the
-  // CPU 0.2 s and a GPU 0.032 s (0.8 GB in, its 0.8 GB map in, 0.8 GB out) and 50 µs.
+  // CPU 0.2 s and a GPU 0.032 s (0.8 GB in, its 0.8 GB map in, 0.8 GB out) and 250 µs.
   const std::uint64_t rows = 100'000'000;
   const GatherPlan p = plan_gathers(columns(4, rows), rows, 1, {2, kPlenty, rates(100, 160, 4)}, GatherOn::Auto);
   // The second column (map 1) costs GPU 0 0.064 s (a second map) and GPU 1 0.032 s; the third (map 0)
@@ -53,9 +54,9 @@ TEST(GatherPlan, FastPcieSendsEveryColumnToAGpuAndEachGpuFollowsOneMap) {
   ASSERT_EQ(p.gpus.size(), 2u);
   EXPECT_TRUE(p.gpus[0].map_used[0] && !p.gpus[0].map_used[1]);
   EXPECT_TRUE(!p.gpus[1].map_used[0] && p.gpus[1].map_used[1]);
-  // Each GPU: 2.4 GB in, 1.6 GB out: max(2.4 / 50, 1.6 / 50, 4.0 / 80) = 0.05 s and two columns' 50 µs;
+  // Each GPU: 2.4 GB in, 1.6 GB out: max(2.4 / 50, 1.6 / 50, 4.0 / 80) = 0.05 s, 200 µs and two columns' 50 µs;
   // the CPU its key, 0.2 s.
-  EXPECT_NEAR(p.gpu_seconds, 0.05 + 2 * 50e-6, 1e-12);
+  EXPECT_NEAR(p.gpu_seconds, 0.05 + 200e-6 + 2 * 50e-6, 1e-12);
   EXPECT_NEAR(p.cpu_seconds, 0.2, 1e-12);
   EXPECT_EQ(p.why, "gathers: 4 payload column(s) on GPUs, 0 on the CPU (predicted GPUs 0.050 s, CPU 0.200 s)");
 }
@@ -69,9 +70,9 @@ TEST(GatherPlan, SlowPcieKeepsEveryColumnOnTheCpu) {
 
 TEST(GatherPlan, TheCpuTakesAColumnWhenItWouldFinishItFirst) {
   // One GPU at 20 GB/s each way, 40 both ways; the CPU at 3.2 GB/s: 0.25 s a column, 0.25 s for the key.
-  // The GPU finishes its k-th column at 0.04 (k + 1) s + k · 50 µs (its map and k columns in), so columns
-  // 1-11 go to it (0.4806 s < 0.5 s), the 12th to the CPU (0.5206 s > 0.5 s), the 13th to the GPU
-  // (0.5206 s < 0.75 s).
+  // The GPU finishes its k-th column at 0.04 (k + 1) s + 200 µs + k · 50 µs (its map and k columns in), so
+  // columns 1-11 go to it (0.48075 s < 0.5 s), the 12th to the CPU (0.52080 s > 0.5 s), the 13th to the
+  // GPU (0.52080 s < 0.75 s).
   const std::uint64_t rows = 100'000'000;
   std::vector<GatherColumn> cols(13, GatherColumn{rows, 8, 0, true});
   const GatherPlan p = plan_gathers(cols, rows, 1, {1, kPlenty, rates(20, 40, 3.2)}, GatherOn::Auto);
@@ -79,7 +80,7 @@ TEST(GatherPlan, TheCpuTakesAColumnWhenItWouldFinishItFirst) {
   expected[11] = kOnCpu;
   EXPECT_EQ(p.place, expected);
   EXPECT_NEAR(p.cpu_seconds, 0.5, 1e-12);
-  EXPECT_NEAR(p.gpu_seconds, 0.52 + 12 * 50e-6, 1e-12);
+  EXPECT_NEAR(p.gpu_seconds, 0.52 + 200e-6 + 12 * 50e-6, 1e-12);
 }
 
 TEST(GatherPlan, GpusAskedForTakeColumnsTheCpuWouldFinishFirst) {
@@ -113,7 +114,7 @@ TEST(GatherPlan, DeviceMemoryIsTheMapsAndOneOrTwoBuffersEachWay) {
 }
 
 TEST(GatherPlan, PinningAPageableColumnOrMapCountsAgainstTheGpu) {
-  // One GPU at 100 GB/s, a column of 10^8 rows: 1.6 GB in, 0.8 GB out: 16.05 ms; the CPU at 8 GB/s: 0.1 s.
+  // One GPU at 100 GB/s, a column of 10^8 rows: 1.6 GB in, 0.8 GB out: 16.25 ms; the CPU at 8 GB/s: 0.1 s.
   // Pinned, it goes to the GPU; pageable with pinning at 5 GB/s (0.16 s more), it stays on the CPU.
   const std::uint64_t rows = 100'000'000;
   const auto machine = GatherMachine{1, kPlenty, rates(100, 160, 8, /*host_memcpy=*/5)};
@@ -125,6 +126,17 @@ TEST(GatherPlan, PinningAPageableColumnOrMapCountsAgainstTheGpu) {
   EXPECT_EQ(plan_gathers(columns(1, rows, true), rows, 0, pageable_maps, GatherOn::Auto).place, std::vector<int>{kOnCpu});
   const GatherPlan forced = plan_gathers(columns(2, rows, true), rows, 0, pageable_maps, GatherOn::Gpus);
   EXPECT_EQ(forced.gpus[0].registered, 2 * rows * 8);  // both maps, no source
+}
+
+TEST(GatherPlan, SmallColumnsStayOnTheCpu) {
+  // The rates measured on nvidia-h100-x2 (PCIe 106.5 GB/s each way and 134.5 both ways for 2 GPUs, the
+  // CPU's gather 6.0 GB/s). 10^4 rows: a column costs the CPU 13 µs, a GPU at least 250 µs: all on the
+  // CPU. 10^6 rows: the CPU 1.33 ms a column (2.67 ms for its first, after the key), a GPU 0.61 ms for its
+  // first (24 MB both ways at 67.25 GB/s, and 250 µs) and 1.47 ms for its fourth: all on the GPUs.
+  const GatherMachine h100x2{2, kPlenty, rates(106.5, 134.5, 6.0)};
+  EXPECT_EQ(plan_gathers(columns(8, 10'000), 10'000, 1, h100x2, GatherOn::Auto).place, std::vector<int>(8, kOnCpu));
+  const GatherPlan large = plan_gathers(columns(8, 1'000'000), 1'000'000, 1, h100x2, GatherOn::Auto);
+  EXPECT_EQ(std::count(large.place.begin(), large.place.end(), kOnCpu), 0) << large.why;
 }
 
 TEST(GatherPlan, NoRowsNeedNoGpu) {

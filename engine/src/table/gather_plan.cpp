@@ -11,9 +11,11 @@ namespace {
 /// buffers' sizes are exact.
 constexpr std::uint64_t kAlignmentSlack = 1ull << 12;
 
-/// A GPU's fixed cost per column beside its bytes: two copies and a kernel queued, with their waits. It
-/// keeps small joins' columns on the CPU, where tens of microseconds are most of a GPU's time.
-constexpr double kGpuSecondsPerColumn = 50e-6;
+/// A GPU's fixed costs beside its bytes: its streams, events and buffers set up once, then two copies and
+/// a kernel queued a column, with their waits. Measured on nvidia-h100-x2 (PERFORMANCE.md, issue 19):
+/// 8 columns of 10^4 rows took the GPUs 0.37 ms, the CPU 0.09 ms; of 10^5 rows 0.47 ms and 1.6 ms.
+/// They keep small joins' columns on the CPU.
+constexpr double kGpuSetupSeconds = 200e-6, kGpuSecondsPerColumn = 50e-6;
 
 double seconds(std::uint64_t bytes, double gbps) { return bytes ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; }
 
@@ -64,7 +66,8 @@ std::uint64_t gather_device_bytes(const GpuGatherLoad& load, std::int64_t rows) 
 }
 
 double gpu_gather_seconds(const GpuGatherLoad& load, const detail::Rates& per_gpu) {
-  return load.columns * kGpuSecondsPerColumn +
+  if (load.columns == 0) return 0;
+  return kGpuSetupSeconds + load.columns * kGpuSecondsPerColumn +
          std::max({seconds(load.in, per_gpu.h2d), seconds(load.out, per_gpu.d2h), seconds(load.in + load.out, per_gpu.both_ways)});
 }
 

@@ -56,7 +56,7 @@ struct GatherPlan {
 std::uint64_t gather_device_bytes(const GpuGatherLoad& load, std::int64_t rows);
 
 /// Predicted seconds of a GPU's share once the host has pinned what it needed: its copies each way
-/// (overlapping) and a fixed cost a column.
+/// (overlapping), a fixed cost a column and one to set up (none without a column).
 double gpu_gather_seconds(const GpuGatherLoad& load, const detail::Rates& per_gpu);
 
 /// Predicted seconds of pinning `bytes` of pageable memory (sources and maps) before the gathers start.
