@@ -49,9 +49,7 @@ TableJoinOptions bench_table_options(const JoinOptions& join, const std::string&
   else if (materialization == "late") o.materialization = Materialization::Late;
   else MGJOIN_INPUT_EXPECTS(materialization.empty() || materialization == "auto",
                             "--materialization " + materialization + ": expected auto, carry or late");
-  if (gather_on == "cpu") o.gather_on = GatherOn::Cpu;
-  else if (gather_on == "gpus") o.gather_on = GatherOn::Gpus;
-  else MGJOIN_INPUT_EXPECTS(gather_on == "auto", "--gather-on " + gather_on + ": expected auto, cpu or gpus");
+  o.gather_on = require_gather_on(gather_on, "--gather-on " + gather_on);
   return o;
 }
 

@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 struct JoinArgs {
   std::string r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
-  std::string r_columns, s_columns, how = "inner", output;
+  std::string r_columns, s_columns, how = "inner", output, gather_on = "auto";
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
   bool count_only = false, json = false, overwrite = false;
   EngineFlags engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
@@ -305,6 +305,7 @@ TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const Tabl
   for (const int id : o.join.gpu_ids)
     MGJOIN_INPUT_EXPECTS(id >= 0, "--gpu-ids: GPU id " + std::to_string(id) + " is negative");
   o.how = require_join_kind(args.how, "--how " + args.how);
+  o.gather_on = require_gather_on(args.gather_on, "--gather-on " + args.gather_on);
   o.output = form;
   o.left_on = r.key;
   o.right_on = s.key;
@@ -455,6 +456,7 @@ void run_join(const JoinArgs& args) {
     note += " (--strategy " + args.engine.strategy + " chooses between the GPU flows: the CPU path has one)";
   std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.join.executor.c_str(), note.c_str());
   if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.join.strategy_reason.c_str());
+  if (gpus_used && !result.gathers.empty()) std::fprintf(stderr, "mgjoin: %s\n", result.gathers.c_str());
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
@@ -490,6 +492,10 @@ void add_join_command(CLI::App& app) {
   cmd->add_option("--r-columns", a->r_columns, "R's columns in the output, comma-separated (default: all but the key)");
   cmd->add_option("--s-columns", a->s_columns, "S's columns in the output, comma-separated (default: all but the key)");
   cmd->add_option("--how", a->how, "join kind: inner, left, right, full or outer (outer joins), semi or anti (left semi/anti)")
+      ->capture_default_str();
+  cmd->add_option("--gather-on", a->gather_on,
+                  "where output columns are gathered by the join's row ids: auto (the CPU threads or the GPUs, by "
+                  "a cost model), cpu or gpus")
       ->capture_default_str();
   cmd->add_option("--output", a->output,
                   "columns (key.npy, r.<name>.npy, s.<name>.npy, r.valid.npy/s.valid.npy for outer joins), maps "

@@ -160,6 +160,7 @@ def join(
     tuning_file: Optional[str] = None,
     info: Optional[dict] = None,
     engine: Optional["Engine"] = None,
+    gather_on: str = "auto",
 ) -> Any:
     """Equi-join of two tables on key columns, on all GPUs (or the CPU path without GPUs).
 
@@ -192,6 +193,9 @@ def join(
         left_columns, right_columns: payload columns in the output table, in order (default: every
             column that is not a key). Semi and anti joins output no right columns.
         tuning_file: the tuning file of ``mgjoin.tune()`` (default ~/.cache/mgjoin/tuning.json).
+        gather_on: where the payload columns of the output are gathered by the join's row ids: "auto"
+            (each column on the CPU threads or one GPU, wherever a cost model from the tuning file's rates
+            predicts it done first), "cpu" or "gpus". The CPU path gathers on the CPU.
         info: a dict to fill with the run's details: executor, strategy, strategy_reason, seconds,
             join_seconds, phases, materialization, gathers (where late materialization gathered the
             payload columns: the CPU or GPUs, and the prediction that chose it), peak_host_bytes.
@@ -252,6 +256,7 @@ def join(
             gpu_ids=gpu_ids,
             gpu_memory_limit=memory_limit,
             strategy=strategy,
+            gather_on=gather_on,
             tuning_file=tuning_file or "",
             progress=report,
             engine=engine._engine() if engine is not None else None,

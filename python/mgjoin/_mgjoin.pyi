@@ -24,6 +24,7 @@ def join_tables(
     gpu_ids: list[int] = [],
     gpu_memory_limit: int = 0,
     strategy: str = "auto",
+    gather_on: str = "auto",
     tuning_file: str = "",
     progress: Optional[Callable[[str, float], Any]] = None,
     engine: Optional["Engine"] = None,

@@ -310,7 +310,8 @@ nb::object join_tables_py(const nb::dict& left, const nb::dict& right, const std
                           const std::optional<std::vector<std::string>>& left_columns,
                           const std::optional<std::vector<std::string>>& right_columns, int gpus,
                           const std::vector<int>& gpu_ids, std::uint64_t gpu_memory_limit, const std::string& strategy,
-                          const std::string& tuning_file, const nb::object& progress, EngineHandle* engine) {
+                          const std::string& gather_on, const std::string& tuning_file, const nb::object& progress,
+                          EngineHandle* engine) {
   const InputTable l = input_table(left, "left"), r = input_table(right, "right");
   TableJoinOptions o;
   o.left_on = left_on;
@@ -320,6 +321,7 @@ nb::object join_tables_py(const nb::dict& left, const nb::dict& right, const std
   o.left_columns = left_columns;
   o.right_columns = right_columns;
   o.may_reorder_inputs = false;  // the caller's arrays are never modified
+  o.gather_on = require_gather_on(gather_on, "gather_on '" + gather_on + "'");
   MGJOIN_INPUT_EXPECTS(gpus >= -1, "gpus " + std::to_string(gpus) + ": expected None (all), 0 (CPU) or a GPU count");
   for (const int id : gpu_ids) MGJOIN_INPUT_EXPECTS(id >= 0, "gpus: GPU id " + std::to_string(id) + " is negative");
   if (engine) {
@@ -349,7 +351,7 @@ void bind_join(nb::module_& m) {
         nb::arg("right_on"), nb::arg("how") = "inner", nb::arg("output") = "columns",
         nb::arg("left_columns") = nb::none(), nb::arg("right_columns") = nb::none(), nb::arg("gpus") = -1,
         nb::arg("gpu_ids") = std::vector<int>{}, nb::arg("gpu_memory_limit") = 0, nb::arg("strategy") = "auto",
-        nb::arg("tuning_file") = "", nb::arg("progress") = nb::none(), nb::arg("engine").none() = nb::none(),
+        nb::arg("gather_on") = "auto", nb::arg("tuning_file") = "", nb::arg("progress") = nb::none(), nb::arg("engine").none() = nb::none(),
         "Joins two tables given as dicts of 1-D C-contiguous NumPy arrays (mgjoin::join_tables). Returns a dict:\n"
         "count, columns ([(name, array)], output='columns'), left_rows/right_rows (int64 arrays,\n"
         "output='maps'), executor, strategy, strategy_reason, materialization, gathers, seconds, join_seconds,\n"

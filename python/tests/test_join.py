@@ -215,6 +215,10 @@ def test_info_reports_the_run(rng):
     assert {p["name"] for p in info["phases"]} >= {"sort", "join"}
     mgjoin.join(left, right, on="k", how="left", gpus=0, info=info)  # late materialization: gathers said
     assert info["materialization"] == "late" and info["gathers"] == "gathers: CPU (no GPU)"
+    mgjoin.join(left, right, on="k", how="left", gpus=0, gather_on="cpu", info=info)
+    assert info["gathers"] == "gathers: CPU (asked for)"
+    with pytest.raises(ValueError, match="gather_on 'disk': expected auto, cpu or gpus"):
+        mgjoin.join(left, right, on="k", gpus=0, gather_on="disk")
 
 
 def test_progress_reports_reach_a_callable_and_the_bar(rng, capsys):

@@ -186,6 +186,18 @@ TEST_F(CliTables, AStrategyOnTheCpuPathIsSaidToHaveNoEffect) {
   EXPECT_EQ(mgjoin(join_ab("--count")).err.find("--strategy"), std::string::npos);
 }
 
+TEST_F(CliTables, GatherOnIsCheckedAndReported) {
+  const CliResult bad = mgjoin(join_ab("--how left --gather-on disk --out-dir out"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--gather-on disk: expected auto, cpu or gpus"), std::string::npos) << bad.err;
+  EXPECT_TRUE(entries("out").empty());
+  const CliResult cpu = mgjoin(join_ab("--how left --gather-on gpus --out-dir out --json"));
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_EQ(nlohmann::json::parse(cpu.out).at("gathers"), "gathers: CPU (no GPU)");  // the CPU path gathers there
+  // The pairs in key order, then the unmatched left rows in table order.
+  EXPECT_EQ(read_values<std::int16_t>(dir() / "out/r.p.npy"), (std::vector<std::int16_t>{20, 20, 21, 21, 10, 30}));
+}
+
 TEST_F(CliTables, AColumnNamedValidCannotHideTheValidity) {
   write_values<std::uint8_t>(dir() / "a/valid.npy", DType::UInt8, {1, 1, 1, 1});
   const CliResult r = mgjoin(join_ab("--how full --out-dir out"));

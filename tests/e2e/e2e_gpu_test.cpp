@@ -6,6 +6,7 @@
 #include <mgjoin/generate.hpp>
 #include <mgjoin/join.hpp>
 
+#include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 #include "e2e/e2e_util.hpp"
@@ -123,7 +124,13 @@ std::string case_name(const ::testing::TestParamInfo<GpuCase>& info) { return de
 
 // --- Strategy x exchange x g x memory on one skewed workload-B case, through mgjoin::join() ----------
 
-class GpuJoinConfigurations : public ::testing::TestWithParam<GpuCase> {};
+class GpuJoinConfigurations : public ::testing::TestWithParam<GpuCase> {
+ public:
+  // Each case's join() makes its own engine of 80% of the free memory: the engines that earlier suites
+  // of this binary keep (copart_flow_gpu_test.cpp's, of the same default size) left it so little that
+  // NCCL's first exchange at g = 2 could not allocate ("unhandled cuda error" in ncclGroupEnd).
+  static void SetUpTestSuite() { shared_engines().release(); }
+};
 
 TEST_P(GpuJoinConfigurations, EqualsCpuPath) {
   MGJOIN_REQUIRE_GPUS(GetParam().gpus);

@@ -86,6 +86,10 @@ enum class Materialization : std::uint8_t { Auto, Carry, Late };
 /// Joins on the CPU path gather on the CPU whatever this says.
 enum class GatherOn : std::uint8_t { Auto, Cpu, Gpus };
 
+/// "auto", "cpu" or "gpus" as a GatherOn. @throw InputError "<what>: expected auto, cpu or gpus" (`what`
+/// names the option and the value, e.g. "--gather-on disk").
+GatherOn require_gather_on(std::string_view name, const std::string& what);
+
 struct TableJoinOptions {
   /// Key columns: one, or several integer columns whose widths add up to at most 8 bytes (packed,
   /// order-preserving, into one sort key). The i-th left key column is compared with the i-th right

@@ -63,6 +63,13 @@ JoinKind require_join_kind(std::string_view name, const std::string& what) {
   return *kind;
 }
 
+GatherOn require_gather_on(std::string_view name, const std::string& what) {
+  if (name == "auto") return GatherOn::Auto;
+  if (name == "cpu") return GatherOn::Cpu;
+  MGJOIN_INPUT_EXPECTS(name == "gpus", what + ": expected auto, cpu or gpus");
+  return GatherOn::Gpus;
+}
+
 bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != JoinKind::LeftAnti; }
 
 namespace {
