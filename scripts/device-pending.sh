@@ -11,6 +11,8 @@
 #   tables-bench  issue 19: `mgjoin tune` (the gather plan's rates), then B 2.5·10^8 with 4 payload columns
 #                 a side gathered late on the CPU, on the GPUs and where the plan says, the gather floor
 #                 beside each; one payload column late (CPU, GPUs) and carried; join() beside (no slower)
+#   gather-crossover  issue 19: `mgjoin tune`, then 4 payload columns a side of 10^4 to 10^7 rows gathered
+#                 on the CPU, the GPUs and where the gather plan says (PERFORMANCE.md's crossover table)
 #   ooc-bench     issue 20: B 10^9 × 10^9 with --gpu-memory-limit 8G against the same join in core, the
 #                 paper flow beside (nvidia-h200-x2: within 1.8x of in core)
 #   ranks-bench   issue 23: 2 ranks × 1 GPU (mpirun) against one process on 2 GPUs, the same files,
@@ -69,6 +71,17 @@ group_tables_bench() {
     "$common --gpus $g --columns 1 --tables --materialization late --gather-on gpus" \
     "$common --gpus $g --columns 1 --tables --materialization carry" \
     "$common --gpus $g"
+}
+
+group_gather_crossover() {
+  local g=${MGJOIN_PENDING_GPUS:-2} cases=() scale on
+  [ "$g" -eq 0 ] || step tune "$B/mgjoin" tune --join-scale 0
+  for scale in 0.00001 0.0001 0.001 0.01; do
+    for on in cpu gpus auto; do
+      cases+=("--workload B --scale $scale --output materialize --repeat 5 --gpus $g --columns 4 --materialization late --gather-on $on")
+    done
+  done
+  step gather-crossover bench "${cases[@]}"
 }
 
 group_ooc_bench() {
@@ -139,17 +152,18 @@ group_racecheck() {  # suite
     MGJOIN_SAN_TIMEOUT=580 bash scripts/device-sanitize.sh
 }
 
-[ $# -gt 0 ] || { sed -n 2,28p "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n 2,29p "$0"; exit 2; }
 for group in "$@"; do
   case $group in
     suites) group_suites ;;
     tables-bench) group_tables_bench ;;
+    gather-crossover) group_gather_crossover ;;
     ooc-bench) group_ooc_bench ;;
     ranks-bench) group_ranks_bench ;;
     python) group_python ;;
     sanitize-cli) group_sanitize_cli ;;
     racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
-    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, ooc-bench, ranks-bench, python," \
+    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ranks-bench, python," \
          "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table)" >&2
        exit 2 ;;
   esac

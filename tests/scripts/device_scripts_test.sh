@@ -17,9 +17,10 @@ ln -s "$mgjoin" "$dir/bin/mgjoin"
 ln -s "$differential" "$dir/bin/differential"
 cd "$root"
 
-groups=(suites tables-bench ooc-bench ranks-bench python sanitize-cli racecheck-copart racecheck-e2e racecheck-table)
+groups=(suites tables-bench gather-crossover ooc-bench ranks-bench python sanitize-cli racecheck-copart racecheck-e2e
+        racecheck-table)
 dry=$(MGJOIN_PENDING_DRY=1 OUT="$dir/out" bash scripts/device-pending.sh "${groups[@]}")
-for step in suites differential tables-bench ooc-bench ranks-generate ranks-bench python-build python-tests \
+for step in suites differential tables-bench gather-crossover ooc-bench ranks-generate ranks-bench python-build python-tests \
             python-compare-4-columns sanitize-cli-memcheck racecheck-copart racecheck-table; do
   grep -q "^\[$step\]" <<< "$dry" || fail "device-pending.sh's dry run has no step $step: $dry"
 done
