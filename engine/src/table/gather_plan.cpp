@@ -7,8 +7,8 @@
 namespace mgjoin::table {
 namespace {
 
-/// Room for the device stack's alignment of up to seven buffers (128 B each) and nothing else: the
-/// buffers' sizes are exact.
+/// Room for the device stack's alignment of up to six buffers (128 B each: two maps, two sources, two
+/// outputs) and nothing else: the buffers' sizes are exact.
 constexpr std::uint64_t kAlignmentSlack = 1ull << 12;
 
 /// A GPU's fixed costs beside its bytes: its streams, events and buffers set up once, then two copies and
@@ -47,7 +47,7 @@ detail::Rates per_gpu(const detail::Rates& all, int gpus) {
 }
 
 std::string describe(const GatherPlan& p, std::size_t too_large, GatherOn choice) {
-  const auto on_gpus = static_cast<std::size_t>(std::count_if(p.place.begin(), p.place.end(), [](int d) { return d != kOnCpu; }));
+  const std::size_t on_gpus = p.columns_on_gpus();
   char text[200];
   std::snprintf(text, sizeof text, "gathers: %zu payload column(s) on GPUs, %zu on the CPU (predicted GPUs %.3f s, CPU %.3f s%s)",
                 on_gpus, p.place.size() - on_gpus, p.gpu_seconds, p.cpu_seconds, choice == GatherOn::Gpus ? ", GPUs asked for" : "");

@@ -9,6 +9,8 @@
 
 #include <mgjoin/table.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -49,6 +51,10 @@ struct GatherPlan {
   /// Predicted: the CPU's share and the slowest GPU's share, each after the host's pinning.
   double cpu_seconds = 0, gpu_seconds = 0;
   std::string why;                          ///< "gathers: ..." (the choice, the prediction, or why not GPUs)
+
+  std::size_t columns_on_gpus() const {
+    return static_cast<std::size_t>(std::count_if(place.begin(), place.end(), [](int d) { return d != kOnCpu; }));
+  }
 };
 
 /// Device memory a GPU needs for `load` with `rows` output rows: each map it follows (8 bytes a row), two

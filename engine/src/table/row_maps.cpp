@@ -58,15 +58,15 @@ std::int64_t select_rows(const std::vector<std::uint8_t>& flags, std::uint8_t wa
   return offset.back();
 }
 
-bool keeps_left_unmatched(JoinKind k) { return k == JoinKind::LeftOuter || k == JoinKind::FullOuter; }
-bool keeps_right_unmatched(JoinKind k) { return k == JoinKind::RightOuter || k == JoinKind::FullOuter; }
-
 void fill(std::int64_t* out, std::int64_t rows, std::int64_t value) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < rows; ++i) out[i] = value;
 }
 
 }  // namespace
+
+bool keeps_left_unmatched(JoinKind k) { return k == JoinKind::LeftOuter || k == JoinKind::FullOuter; }
+bool keeps_right_unmatched(JoinKind k) { return k == JoinKind::RightOuter || k == JoinKind::FullOuter; }
 
 namespace {
 

@@ -15,6 +15,11 @@ struct RowMaps {
   std::int64_t rows = 0;
 };
 
+/// Whether a join of `kind` outputs the left (right) table's unmatched rows, the other side missing there
+/// (and so a validity column for that other side).
+bool keeps_left_unmatched(JoinKind kind);
+bool keeps_right_unmatched(JoinKind kind);
+
 /// The rows of `kind` from the inner join's pairs: `pair_left[i]`, `pair_right[i]` are the row ids
 /// (uint32 or uint64 columns) of the i-th matching pair. Outer joins append each table's unmatched rows
 /// in table order after the pairs; semi and anti joins give the left rows with (without) a match, in

@@ -275,8 +275,8 @@ std::vector<NamedColumn> gather_columns(const Plan& p, JoinKind how, const table
   for (std::size_t i = 0; i < payloads.size(); ++i)
     if (plan.place[i] == table::kOnCpu) gathered[i] = {payloads[i].name, table::gather(*payloads[i].source, map_of[payloads[i].map], rows)};
   std::vector<NamedColumn> validity;
-  if (how == JoinKind::RightOuter || how == JoinKind::FullOuter) validity.push_back({"r.valid", table::validity(map_of[0], rows)});
-  if (how == JoinKind::LeftOuter || how == JoinKind::FullOuter) validity.push_back({"s.valid", table::validity(map_of[1], rows)});
+  if (table::keeps_right_unmatched(how)) validity.push_back({"r.valid", table::validity(map_of[0], rows)});
+  if (table::keeps_left_unmatched(how)) validity.push_back({"s.valid", table::validity(map_of[1], rows)});
   if (gpus) gpus->finish();
   for (auto* part : {&gathered, &validity})
     for (NamedColumn& c : *part) out.push_back(std::move(c));
@@ -285,19 +285,13 @@ std::vector<NamedColumn> gather_columns(const Plan& p, JoinKind how, const table
 
 /// Columns the CPU gathers whatever the plan: the key's components and the validity columns.
 int cpu_gathered_columns(const Plan& p, JoinKind how) {
-  return static_cast<int>(p.left_key.columns.size()) + (how == JoinKind::FullOuter ? 2 : how == JoinKind::LeftOuter || how == JoinKind::RightOuter ? 1 : 0);
-}
-
-bool places_any_on_gpus(const table::GatherPlan& plan) {
-  return std::any_of(plan.place.begin(), plan.place.end(), [](int d) { return d != table::kOnCpu; });
+  return static_cast<int>(p.left_key.columns.size()) + table::keeps_left_unmatched(how) + table::keeps_right_unmatched(how);
 }
 
 /// The most rows a join of `kind` outputs from `pairs` matching pairs of tables of `left` and `right` rows.
 std::int64_t most_rows(JoinKind kind, std::int64_t pairs, std::int64_t left, std::int64_t right) {
   if (!outputs_right_columns(kind)) return left;
-  const bool left_kept = kind == JoinKind::LeftOuter || kind == JoinKind::FullOuter;
-  const bool right_kept = kind == JoinKind::RightOuter || kind == JoinKind::FullOuter;
-  return pairs + (left_kept ? left : 0) + (right_kept ? right : 0);
+  return pairs + (table::keeps_left_unmatched(kind) ? left : 0) + (table::keeps_right_unmatched(kind) ? right : 0);
 }
 
 std::uint64_t pcie_bytes(const table::GatherPlan& plan) {
@@ -352,8 +346,8 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
   const int cpu_columns = cpu_gathered_columns(p, o.how);
   const bool pin_maps =
       may_gather_on_gpus(o, backend) &&
-      places_any_on_gpus(plan_payload_gathers(payloads, most_rows(o.how, pair_left.size(), nl, r.size()), cpu_columns,
-                                              true, o, backend));
+      plan_payload_gathers(payloads, most_rows(o.how, pair_left.size(), nl, r.size()), cpu_columns, true, o, backend)
+              .columns_on_gpus() > 0;
   table::RowMaps maps = table::rows_of_kind(o.how, pair_left, pair_right, nl, r.size(),
                                             pin_maps ? MemoryKind::Pinned : MemoryKind::Pageable);
   res.join.phases.push_back({"table.rows", seconds_since(t), 0, 0});
