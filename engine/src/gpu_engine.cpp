@@ -33,6 +33,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -352,7 +353,7 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
     std::optional<copart::BucketPlan> buckets;
     if (!plan.fits && options.payloads != PayloadFlow::Late) {
       buckets = copart::plan_buckets(r_sample, s_sample, r, s, g, options.output, e.device_bytes, scratch, options.payloads,
-                                     /*groups=*/0, options.exchange);
+                                     /*groups=*/0, options.exchange, copart::parse_residency(std::getenv("MGJOIN_BUCKET_RESIDENT")));
       reason = buckets->fits ? buckets->reason : plan.reason + "; " + buckets->reason;
     }
     bool fits = plan.fits || (buckets && buckets->fits);

@@ -1,6 +1,8 @@
 // The bucketed flow's plan on the CPU: bucket groups cut from the sample so that each fits the GPUs,
 // the fewest that do, a key heavier than a group spread over several (its pairs still meeting in
-// exactly one group), the host memory the buckets take, and a refusal that says why.
+// exactly one group), the host memory the buckets take, and a refusal that says why. The PlanBuckets
+// tests plan host groups only (Residency{0}); PlanResident the hybrid plans: resident groups sized by
+// the memory beside pass 1, the host groups for the rest, and weighted splitters under both.
 #include "engine/src/copart/bucket_join.hpp"
 #include "engine/src/copart/splitters.hpp"
 
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -77,9 +80,9 @@ void expect_groups_hold_and_meet_once(const BucketPlan& p, const Keys& r, const 
 }
 
 BucketPlan plan_for(Keys& r, Keys& s, int gpus, std::uint64_t bytes, int groups = 0,
-                    OutputMode output = OutputMode::Count) {
+                    OutputMode output = OutputMode::Count, Residency residency = {0}) {
   return plan_buckets(sample_keys(view(r).key, kSampleRows, 3), sample_keys(view(s).key, kSampleRows, 4), view(r), view(s),
-                      gpus, output, bytes, fake_scratch(), PayloadFlow::Auto, groups);
+                      gpus, output, bytes, fake_scratch(), PayloadFlow::Auto, groups, Exchange::CopyEngines, residency);
 }
 
 TEST(PlanBuckets, TheFewestGroupsThatFitEachJoinedInCore) {
@@ -130,7 +133,8 @@ TEST(PlanBuckets, LessMemoryMeansMoreGroupsAndMaterializeCarriesPayloads) {
   }
   EXPECT_GT(previous, 2);
   const BucketPlan m = plan_buckets(sample_keys(view(r).key), sample_keys(view(s).key), view(r, &rp), view(s, &sp), 2,
-                                    OutputMode::Materialize, 512ull << 20, fake_scratch());
+                                    OutputMode::Materialize, 512ull << 20, fake_scratch(), PayloadFlow::Auto, 0,
+                                    Exchange::CopyEngines, Residency{0});
   ASSERT_TRUE(m.fits) << m.reason;
   EXPECT_EQ(m.r.payload_bytes, 8);
   EXPECT_EQ(m.s.payload_bytes, 8);
@@ -188,7 +192,8 @@ TEST(PlanBuckets, TwoGroupsAtOnceWhenHalfTheMemoryHoldsEachInCore) {
   const KeySample rs = sample_for(rng, 1 << 20, rows), ss = sample_for(rng, 1 << 20, rows);
   const std::uint64_t bytes = 2ull << 30;
   for (const int gpus : {1, 2}) {
-    const BucketPlan p = plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch());
+    const BucketPlan p = plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch(),
+                                      PayloadFlow::Auto, 0, Exchange::CopyEngines, Residency{0});
     ASSERT_TRUE(p.fits) << p.reason;
     ASSERT_TRUE(p.overlap) << p.reason;
     EXPECT_NE(p.reason.find("two on the GPUs at once"), std::string::npos) << p.reason;
@@ -205,9 +210,135 @@ TEST(PlanBuckets, TwoGroupsAtOnceWhenHalfTheMemoryHoldsEachInCore) {
     // The fewest such groups: one fewer is planned one by one.
     ASSERT_GT(p.groups.gpus, 2);
     const BucketPlan fewer =
-        plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch(), PayloadFlow::Auto, p.groups.gpus - 1);
+        plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch(), PayloadFlow::Auto,
+                     p.groups.gpus - 1, Exchange::CopyEngines, Residency{0});
     EXPECT_FALSE(fewer.overlap) << fewer.reason;
   }
+}
+
+/// Bytes of the rows the plan's groups [first, last) hold by their estimates (8-byte keys, count).
+std::uint64_t estimated_key_bytes(const BucketPlan& p, int first, int last) {
+  std::uint64_t rows = 0;
+  for (int side = 0; side < 2; ++side)
+    for (int q = first; q < last; ++q) rows += static_cast<std::uint64_t>(p.sizes.estimate[side][q]);
+  return rows * 8;
+}
+
+TEST(PlanResident, GroupsStayOnTheGpusBesidePass1AndMoreMemoryKeepsMore) {
+  std::mt19937_64 rng(test::announce_seed());
+  // 4·10^8 rows a side (3.2 GB of keys each), as above; GPUs of 2 and 4 GiB.
+  const std::int64_t rows = 400'000'000;
+  const KeySample rs = sample_for(rng, 1 << 20, rows), ss = sample_for(rng, 1 << 20, rows);
+  const double all = 2.0 * rows * 8;
+  for (const int gpus : {1, 2}) {
+    SCOPED_TRACE(std::to_string(gpus) + " GPU(s)");
+    double previous_share = 0;
+    for (const std::uint64_t bytes : {2ull << 30, 4ull << 30}) {
+      const BucketPlan p = plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch());
+      ASSERT_TRUE(p.fits) << p.reason;
+      ASSERT_EQ(p.resident, gpus) << p.reason;
+      EXPECT_NE(p.reason.find(std::to_string(gpus) + " resident on the GPUs"), std::string::npos) << p.reason;
+      const int host = p.host_groups();
+      ASSERT_GE(host, 1);
+      EXPECT_EQ(p.resident_gpu(host - 1), -1);
+      for (int k = 0; k < gpus; ++k) EXPECT_EQ(p.resident_gpu(host + k), k);
+      // Each resident group's bound fits beside pass 1's slots, and the one-GPU flow fits beside it.
+      for (int q = host; q < p.groups.gpus; ++q) {
+        const std::uint64_t kept = static_cast<std::uint64_t>(p.sizes.bound[0][q] + p.sizes.bound[1][q]) * 8;
+        EXPECT_LE(kept, p.resident_bytes);
+        EXPECT_LE(kept + p.pass1_device_bytes, bytes);
+        const CopartPlan one = plan_copart(group_sample(rs, Side::R, p.groups, q, p.sizes.bound[0][q]),
+                                           group_sample(ss, Side::S, p.groups, q, p.sizes.bound[1][q]),
+                                           sized(p.sizes.bound[0][q]), sized(p.sizes.bound[1][q]), 1, OutputMode::Count,
+                                           bytes - p.resident_bytes, fake_scratch(), PayloadFlow::Carry);
+        EXPECT_TRUE(one.fits) << "resident group " << q << ": " << one.reason;
+      }
+      // The host buckets hold the host groups only, and what pass 1 writes out shrinks by the share kept.
+      std::uint64_t host_rows = 0;
+      for (int side = 0; side < 2; ++side)
+        for (int q = 0; q < host; ++q) host_rows += static_cast<std::uint64_t>(p.sizes.bound[side][q]);
+      EXPECT_EQ(p.host_bytes, host_rows * 8);
+      EXPECT_EQ(p.estimated_bytes, estimated_key_bytes(p, 0, host));
+      const double share = static_cast<double>(estimated_key_bytes(p, host, p.groups.gpus)) / all;
+      EXPECT_GT(share, 0.02);
+      EXPECT_GT(share, previous_share) << "more memory keeps more on the GPUs";
+      previous_share = share;
+      // Without residency every byte goes out to the buckets.
+      const BucketPlan none = plan_buckets(rs, ss, sized(rows), sized(rows), gpus, OutputMode::Count, bytes, fake_scratch(),
+                                           PayloadFlow::Auto, 0, Exchange::CopyEngines, Residency{0});
+      ASSERT_TRUE(none.fits) << none.reason;
+      EXPECT_EQ(none.resident, 0);
+      EXPECT_EQ(none.reason.find("resident"), std::string::npos) << none.reason;
+      EXPECT_NEAR(static_cast<double>(p.estimated_bytes), (1 - share) * static_cast<double>(none.estimated_bytes),
+                  0.01 * all);
+    }
+  }
+}
+
+TEST(PlanResident, ForcedSharesHoldEveryRowAndPairsMeetOnce) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 200'000, 50'000), s = uniform(rng, 300'000, 50'000);
+  for (std::size_t i = 0; i < s.size(); i += 3) s[i] = 40'000;  // a third of S: a hot key across groups
+  const double all = static_cast<double>(r.size() + s.size());
+  for (const int gpus : {1, 2})
+    for (const int host : {1, 3})
+      for (const double share : {0.1, 0.6}) {
+        SCOPED_TRACE(std::to_string(gpus) + " GPU(s), " + std::to_string(host) + " host group(s), share " + std::to_string(share));
+        const BucketPlan p = plan_for(r, s, gpus, 1ull << 30, host, OutputMode::Count, Residency{share});
+        ASSERT_TRUE(p.fits) << p.reason;
+        ASSERT_EQ(p.resident, gpus);
+        ASSERT_EQ(p.host_groups(), host);
+        expect_groups_hold_and_meet_once(p, r, s);
+        // The resident groups take about `share` of the tuples between them (a hot key's copied side
+        // counts on every group of its span).
+        double kept = 0;
+        for (int q = host; q < p.groups.gpus; ++q) kept += static_cast<double>(p.sizes.estimate[0][q] + p.sizes.estimate[1][q]);
+        EXPECT_NEAR(kept / all, share, 0.12);
+      }
+}
+
+TEST(PlanResident, AForcedShareThatDoesNotFitIsRefusedWithItsReason) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 8'000'000, 1ull << 40), s = uniform(rng, 8'000'000, 1ull << 40);
+  // 0.6 of 128 MB of keys on one GPU of 112 MiB: the group leaves pass 1 nothing.
+  const BucketPlan p = plan_for(r, s, 1, 112ull << 20, 0, OutputMode::Count, Residency{0.6});
+  EXPECT_FALSE(p.fits);
+  EXPECT_NE(p.reason.find("not bucketed with resident groups: a resident group of"), std::string::npos) << p.reason;
+  // The planner's own choice at that memory: a share small enough, or none.
+  const BucketPlan chosen = plan_for(r, s, 1, 112ull << 20, 0, OutputMode::Count, Residency{});
+  EXPECT_TRUE(chosen.fits) << chosen.reason;
+}
+
+TEST(PlanResident, TheKnobParsesAutoOffAndShares) {
+  EXPECT_LT(parse_residency(nullptr).share, 0);
+  EXPECT_LT(parse_residency("").share, 0);
+  EXPECT_LT(parse_residency("auto").share, 0);
+  EXPECT_EQ(parse_residency("off").share, 0);
+  EXPECT_EQ(parse_residency("0").share, 0);
+  EXPECT_DOUBLE_EQ(parse_residency("0.25").share, 0.25);
+  for (const char* bad : {"1", "1.5", "-0.1", "half", "0.3x"}) {
+    try {
+      parse_residency(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("MGJOIN_BUCKET_RESIDENT '") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ChooseShares, DestinationsTakeTheirWeightedShares) {
+  std::mt19937_64 rng(test::announce_seed());
+  Keys r = uniform(rng, 100'000, 1ull << 40), s = uniform(rng, 100'000, 1ull << 40);
+  std::sort(r.begin(), r.end());
+  std::sort(s.begin(), s.end());
+  const KeySample rs{r, static_cast<std::int64_t>(r.size())}, ss{s, static_cast<std::int64_t>(s.size())};
+  const std::vector<double> shares = {1, 3, 1, 5};  // tenths of the whole
+  const PartitionPlan plan = choose_plan(rs, ss, 4, {}, shares);
+  const auto rg = route(plan, Side::R, r), sg = route(plan, Side::S, s);
+  for (int d = 0; d < 4; ++d)
+    EXPECT_NEAR(static_cast<double>(rg[d].size() + sg[d].size()) / 200'000.0, shares[d] / 10, 0.005) << "destination " << d;
+  EXPECT_THROW(choose_plan(rs, ss, 4, {}, std::vector<double>{1, 2}), Error);
+  EXPECT_THROW(choose_plan(rs, ss, 2, {}, std::vector<double>{1, 0}), Error);
 }
 
 TEST(PlanBuckets, OverlapHalvesAndTheirAlignmentFitTheMemory) {

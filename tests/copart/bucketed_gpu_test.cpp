@@ -2,10 +2,12 @@
 // group) against a hash-multimap reference that shares no code with it. Two levels:
 // - BucketedFlow: plans forced into 2, 3 and many (7, 16) groups at small sizes, run on stacks of this
 //   test's own: random and adversarial inputs (flow_check.hpp; the hot key spans groups), count and
-//   materialized, g = 1 and 2;
+//   materialized, g = 1 and 2; the same with resident groups (hybrid: a forced share of the tuples
+//   left on the GPUs by pass 1 beside 1, 3 or 7 host groups);
 // - BucketedPlanner: through the public API, a GPU memory limit that holds neither relation makes the
 //   planner bucket (the limit found by the planner's own arithmetic), also with one key heavier than a
-//   group, and the answer is still the reference's.
+//   group, and the answer is still the reference's; a limit where the planner keeps groups resident,
+//   with and without MGJOIN_BUCKET_RESIDENT=off.
 #include "engine/src/copart/bucket_join.hpp"
 
 #include "alloc/fault_injection.hpp"
@@ -41,13 +43,15 @@ namespace {
 enum class Pass2 { Overlapped, OneByOne, Alone };
 
 struct Shape {
-  int groups;
+  int groups;  ///< host groups
   Pass2 pass2;
+  double resident = 0;  ///< share of the tuples in resident groups (0: none)
 };
 
 std::string describe(const Shape& shape) {
   const char* names[] = {"overlapped", "one by one", "alone"};
-  return std::to_string(shape.groups) + " groups, " + names[static_cast<int>(shape.pass2)];
+  return std::to_string(shape.groups) + " groups, " + names[static_cast<int>(shape.pass2)] +
+         (shape.resident > 0 ? ", resident share " + std::to_string(shape.resident) : "");
 }
 
 bool has_phase(const JoinResult& result, const std::string& name) {
@@ -60,14 +64,16 @@ JoinResult run_bucketed(OwnGpus& gpus, int g, OutputMode output, const Shape& sh
   const RelationView rv = gpus.r(), sv = gpus.s();
   const copart::KeySample rs = copart::sample_keys(rv.key), ss = copart::sample_keys(sv.key);
   const auto plan_for = [&](std::uint64_t bytes) {
-    return copart::plan_buckets(rs, ss, rv, sv, g, output, bytes, copart::device_scratch_sizes(), PayloadFlow::Auto, shape.groups);
+    return copart::plan_buckets(rs, ss, rv, sv, g, output, bytes, copart::device_scratch_sizes(), PayloadFlow::Auto, shape.groups,
+                                Exchange::CopyEngines, copart::Residency{shape.resident});
   };
   copart::BucketPlan plan = plan_for(OwnGpus::kDeviceBytes);
   if (shape.pass2 == Pass2::Alone)
     for (std::uint64_t mib = 96; mib < (OwnGpus::kDeviceBytes >> 20); mib += 32)
       if (plan = plan_for(mib << 20); plan.fits) break;
   EXPECT_TRUE(plan.fits) << plan.reason;
-  EXPECT_EQ(plan.groups.gpus, shape.groups);
+  EXPECT_EQ(plan.host_groups(), shape.groups);
+  EXPECT_EQ(plan.resident, shape.resident > 0 ? g : 0) << plan.reason;
   EXPECT_EQ(plan.overlap, shape.pass2 != Pass2::Alone) << plan.reason;
   if (shape.pass2 == Pass2::OneByOne) plan.overlap = false;
   if (shape.pass2 == Pass2::Alone) {
@@ -77,6 +83,7 @@ JoinResult run_bucketed(OwnGpus& gpus, int g, OutputMode output, const Shape& sh
   JoinResult result;
   copart::run_bucketed(rv, sv, plan, output, PayloadFlow::Auto, gpus.context(plan.pinned_bytes), result);
   EXPECT_TRUE(has_phase(result, "bucket.pass1"));
+  EXPECT_EQ(has_phase(result, "bucket.pass2.resident"), shape.resident > 0);
   const char* ran[] = {"bucket.pass2.overlapped", "bucket.pass2.one_by_one", "bucket.pass2.alone"};
   // Overlap asked with every group alone still reports the (empty) overlapped part; no group runs
   // alone when none joins (an empty side).
@@ -89,7 +96,8 @@ JoinResult run_bucketed(OwnGpus& gpus, int g, OutputMode output, const Shape& sh
 }
 
 /// Count and materialized output of the bucketed flow against the reference: each group count with
-/// pass 2 overlapped and one by one, and the first with every group alone.
+/// pass 2 overlapped and one by one, and the first with every group alone; then resident groups
+/// beside one host group (a large share), three and, with many groups asked for, seven (small shares).
 void check_bucketed(const Relation& r, const Relation& s, const std::string& name, std::vector<int> group_counts = {2, 3, 16}) {
   std::vector<Shape> shapes;
   for (const int groups : group_counts) {
@@ -97,6 +105,9 @@ void check_bucketed(const Relation& r, const Relation& s, const std::string& nam
     shapes.push_back({groups, Pass2::OneByOne});
   }
   shapes.push_back({group_counts.front(), Pass2::Alone});
+  shapes.push_back({1, Pass2::Overlapped, 0.6});
+  shapes.push_back({3, Pass2::OneByOne, 0.2});
+  if (group_counts.size() > 2) shapes.push_back({7, Pass2::Overlapped, 0.1});
   check_flow(r, s, name, shapes,
              [&](int g, OutputMode output, const Shape& shape) {
                OwnGpus gpus(g, r, s);
@@ -134,14 +145,15 @@ TEST_F(BucketedFlow, AFailedAllocationInAnOverlappedPass2LosesNothing) {
   const Relation s = relation_of(uniform_keys<std::int64_t>(rng, 90'007, -40'000, 40'000), 8, 1u << 30);
   const std::uint64_t expected = reference_tuples(r, s).size();
   for (int g = 1; g <= std::min(2, gpu_count()); ++g)
-    for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize}) {
-      SCOPED_TRACE("g = " + std::to_string(g) + (output == OutputMode::Count ? ", count" : ", materialize"));
+    for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize})
+      for (const Shape shape : {Shape{4, Pass2::Overlapped}, Shape{2, Pass2::Overlapped, 0.4}}) {
+      SCOPED_TRACE("g = " + std::to_string(g) + (output == OutputMode::Count ? ", count, " : ", materialize, ") + describe(shape));
       OwnGpus gpus(g, r, s);
       struct Disarm {
         ~Disarm() { alloc::fault::fail_nth_allocation(0); }
       } disarm;
       alloc::fault::fail_nth_allocation(~0ull);  // count the flow's device allocations
-      EXPECT_EQ(run_bucketed(gpus, g, output, {4, Pass2::Overlapped}).count, expected);
+      EXPECT_EQ(run_bucketed(gpus, g, output, shape).count, expected);
       const std::uint64_t allocations = alloc::fault::allocations_counted();
       alloc::fault::fail_nth_allocation(0);
       ASSERT_GT(allocations, 8u);
@@ -149,7 +161,7 @@ TEST_F(BucketedFlow, AFailedAllocationInAnOverlappedPass2LosesNothing) {
       for (std::uint64_t n = 1; n <= allocations; n += step) {
         alloc::fault::fail_nth_allocation(n);
         try {
-          run_bucketed(gpus, g, output, {4, Pass2::Overlapped});
+          run_bucketed(gpus, g, output, shape);
           ADD_FAILURE() << "allocation " << n << " of " << allocations << " failed, yet the join succeeded";
         } catch (const OutOfMemory& e) {
           EXPECT_NE(std::string(e.what()).find("injected"), std::string::npos) << e.what();
@@ -157,14 +169,16 @@ TEST_F(BucketedFlow, AFailedAllocationInAnOverlappedPass2LosesNothing) {
         alloc::fault::fail_nth_allocation(0);
         EXPECT_TRUE(gpus.stacks_empty()) << "after allocation " << n << " failed";
       }
-      EXPECT_EQ(run_bucketed(gpus, g, output, {4, Pass2::Overlapped}).count, expected);
+      EXPECT_EQ(run_bucketed(gpus, g, output, shape).count, expected);
       EXPECT_TRUE(gpus.stacks_empty());
     }
 }
 
 /// The smallest GPU memory (in 8 MiB steps from 64 MiB) at which R and S do not fit the co-partitioned
-/// flow in core or streamed but do fit bucketed, by the planner's own arithmetic; 0 if none below 2 GiB.
-std::uint64_t bucketing_limit(const Relation& r, const Relation& s, int g, OutputMode output, bool want_hot) {
+/// flow in core or streamed but the bucket plan fits and passes `wanted`, by the planner's own
+/// arithmetic; 0 if none below 2 GiB.
+template <class Wanted>
+std::uint64_t first_limit(const Relation& r, const Relation& s, int g, OutputMode output, Wanted wanted) {
   const RelationView rv = const_cast<Relation&>(r).view(), sv = const_cast<Relation&>(s).view();
   const copart::KeySample rs = copart::sample_keys(rv.key), ss = copart::sample_keys(sv.key);
   const copart::ScratchSizes scratch = copart::device_scratch_sizes();
@@ -172,9 +186,14 @@ std::uint64_t bucketing_limit(const Relation& r, const Relation& s, int g, Outpu
     const std::uint64_t bytes = mib << 20;
     if (copart::plan_copart(rs, ss, rv, sv, g, output, bytes, scratch).fits) return 0;
     const copart::BucketPlan p = copart::plan_buckets(rs, ss, rv, sv, g, output, bytes, scratch);
-    if (p.fits && (!want_hot || p.groups.hot_count > 0)) return bytes;
+    if (p.fits && wanted(p)) return bytes;
   }
   return 0;
+}
+
+/// The smallest such memory at which the planner buckets (with a hot key among the groups' if `want_hot`).
+std::uint64_t bucketing_limit(const Relation& r, const Relation& s, int g, OutputMode output, bool want_hot) {
+  return first_limit(r, s, g, output, [&](const copart::BucketPlan& p) { return !want_hot || p.groups.hot_count > 0; });
 }
 
 TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
@@ -201,6 +220,53 @@ TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
       ASSERT_GT(limit, 0u) << "no GPU memory limit makes the planner bucket";
       check_planned(r, s, g, limit, c.output, "co-partitioned, bucketed");
     }
+}
+
+/// The smallest such memory at which the planner keeps groups resident beside its host buckets.
+std::uint64_t hybrid_limit(const Relation& r, const Relation& s, int g, OutputMode output) {
+  return first_limit(r, s, g, output, [](const copart::BucketPlan& p) { return p.resident > 0; });
+}
+
+/// Through the engine: where the memory allows, the planner keeps a group resident on every GPU
+/// (its reason says so) and the answer is the reference's; MGJOIN_BUCKET_RESIDENT=off plans host
+/// groups only, with the same answer; a bad value is one line naming the variable.
+TEST(BucketedPlanner, GroupsKeptResidentWhereTheMemoryAllows) {
+  MGJOIN_REQUIRE_GPUS(1);
+  std::mt19937_64 rng(announce_seed());
+  struct Unset {
+    ~Unset() { unsetenv("MGJOIN_BUCKET_RESIDENT"); }
+  } unset;
+  for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize})
+    for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
+      const std::size_t rows = output == OutputMode::Count ? 6'000'000 : 3'000'000;
+      auto rk = uniform_keys<std::uint64_t>(rng, rows, 0, 4 * rows), sk = uniform_keys<std::uint64_t>(rng, rows + 1, 0, 4 * rows);
+      for (std::size_t i = 0; i < sk.size(); i += 4) sk[i] = 777;  // a hot key: a quarter of S
+      const int payload = output == OutputMode::Materialize ? 8 : 0;
+      const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
+      const std::uint64_t limit = hybrid_limit(r, s, g, output);
+      SCOPED_TRACE(std::string(output == OutputMode::Count ? "count" : "materialize") + ", g = " + std::to_string(g) +
+                   ", limit " + std::to_string(limit >> 20) + " MiB");
+      ASSERT_GT(limit, 0u) << "no GPU memory limit makes the planner keep groups resident";
+      check_planned(r, s, g, limit, output, std::to_string(g) + " resident on the GPUs");
+      setenv("MGJOIN_BUCKET_RESIDENT", "off", 1);
+      const std::string off = check_planned(r, s, g, limit, output, "co-partitioned, bucketed");
+      EXPECT_EQ(off.find("resident on the GPUs"), std::string::npos) << off;
+      unsetenv("MGJOIN_BUCKET_RESIDENT");
+    }
+  setenv("MGJOIN_BUCKET_RESIDENT", "most", 1);
+  const Relation r = relation_of(uniform_keys<std::uint64_t>(rng, 6'000'000, 0, 24'000'000), 0, 0);
+  const Relation s = relation_of(uniform_keys<std::uint64_t>(rng, 6'000'001, 0, 24'000'000), 0, 0);
+  const std::uint64_t limit = bucketing_limit(r, s, 1, OutputMode::Count, false);
+  ASSERT_GT(limit, 0u);
+  Relation rc = copy_of(r), sc = copy_of(s);
+  JoinOptions count;
+  count.output = OutputMode::Count;
+  try {
+    shared_engines().get(1, limit).join(rc.view(), sc.view(), count);
+    ADD_FAILURE() << "MGJOIN_BUCKET_RESIDENT=most was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("MGJOIN_BUCKET_RESIDENT 'most'"), std::string::npos) << e.what();
+  }
 }
 
 /// Host memory too small for the buckets: the co-partitioned flow asked for is refused before pass 1

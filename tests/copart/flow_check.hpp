@@ -106,9 +106,10 @@ void check_flow(const Relation& r, const Relation& s, const std::string& name, c
 }
 
 /// Through the public API on `g` GPUs of `limit` bytes each: the planner takes the co-partitioned flow,
-/// its reason names `variant`, and the count (and the materialized output) are the reference's.
-inline void check_planned(const Relation& r, const Relation& s, int g, std::uint64_t limit, OutputMode output,
-                          const std::string& variant) {
+/// its reason names `variant`, and the count (and the materialized output) are the reference's. Returns
+/// the reason.
+inline std::string check_planned(const Relation& r, const Relation& s, int g, std::uint64_t limit, OutputMode output,
+                                 const std::string& variant) {
   const std::vector<Tuple> expected = reference_tuples(r, s);
   Relation rc = copy_of(r), sc = copy_of(s);
   JoinOptions options;
@@ -121,6 +122,7 @@ inline void check_planned(const Relation& r, const Relation& s, int g, std::uint
   if (output == OutputMode::Materialize) {
     EXPECT_TRUE(result_tuples(result) == expected) << "the output tuples differ from the reference";
   }
+  return result.strategy_reason;
 }
 
 /// A named pair of relations for check_flow.

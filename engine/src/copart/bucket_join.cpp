@@ -6,7 +6,14 @@
 // directions at once. One host thread drives every GPU; it blocks only to read a chunk's segment sizes,
 // which address the copies out and are checked against the buckets' bounds.
 //
-// Pass 2 joins the groups in order into one set of result columns. Overlapped: per GPU, two device
+// Resident groups (hybrid) take their device buffers from each GPU's stack before pass 1's slots, so
+// they stay when the slots go. A chunk's segment of resident group k crosses to GPU k (a device copy,
+// over NVLink from another GPU) on the D2H stream, in order with the host buckets' copies. Pass 2
+// first joins them: each GPU plans its group from a strided sample of its keys (read from the GPU:
+// the rows are nowhere else) and runs the one-GPU flow on its own stacks, all GPUs started before the
+// first is finished; then the host groups.
+//
+// Pass 2 joins the host groups in order into one set of result columns. Overlapped: per GPU, two device
 // stacks over halves of its stack and two pinned stacks over blocks of its pinned stack (Halves); group
 // q + 1's InCoreJoin is started on the other half once group q's inputs have arrived, and group q is
 // finished (its last sort, join and output) while q + 1's bytes cross PCIe. A group whose bucket outgrew
@@ -85,6 +92,93 @@ class Buckets {
   HostColumn keys_, payload_;
 };
 
+using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
+
+/// The resident groups: group host_groups() + k of each side in GPU k's memory, as long as its bound.
+class Resident {
+ public:
+  Resident(const BucketPlan& plan, const CopartContext& ctx, const RelationView& r, const RelationView& s)
+      : host_groups_(plan.host_groups()), rel_{r, s}, w_{plan.r, plan.s} {
+    MGJOIN_EXPECTS(plan.resident == 0 || plan.resident == static_cast<int>(ctx.devices.size()),
+                   "one resident group per GPU");
+    for (int k = 0; k < plan.resident; ++k) {
+      GpuPart& gpu = gpus_.emplace_back();
+      gpu.device = ctx.devices[k];
+      gpu.context = {ctx.devices.subspan(k, 1), ctx.device_memory.subspan(k, 1), ctx.pinned.subspan(k, 1), ctx.exchange,
+                     ctx.comms};
+      for (int side = 0; side < 2; ++side) {
+        Part& part = gpu.side[side];
+        part.bound = plan.sizes.bound[side][host_groups_ + k];
+        const Widths& w = w_[side];
+        if (part.bound == 0) continue;
+        part.keys = DeviceBuffer(*ctx.device_memory[k], static_cast<std::size_t>(part.bound) * w.key_bytes);
+        if (w.payload_bytes)
+          part.payload = DeviceBuffer(*ctx.device_memory[k], static_cast<std::size_t>(part.bound) * w.payload_bytes);
+      }
+    }
+  }
+
+  int gpus() const { return static_cast<int>(gpus_.size()); }
+  int device(int k) const { return gpus_[k].device; }
+  /// GPU k's stacks alone: its group's one-GPU flow runs on them.
+  const CopartContext& context(int k) const { return gpus_[k].context; }
+
+  /// Where `rows` more rows of `side` go on GPU k: key and payload destinations (payload nullptr when none).
+  /// @throw PlanMissed when they pass the group's bound.
+  std::pair<std::byte*, std::byte*> append(int k, Side side, std::int64_t rows) {
+    Part& part = gpus_[k].side[static_cast<int>(side)];
+    if (part.filled + rows > part.bound)
+      throw PlanMissed("resident group " + std::to_string(host_groups_ + k) + " of " + (side == Side::R ? "R" : "S") +
+                       " outgrew the " + std::to_string(part.bound) + " rows its sample planned");
+    const Widths& w = w_[static_cast<int>(side)];
+    const std::int64_t row = part.filled;
+    part.filled += rows;
+    return {row_at(part.keys.data(), row, w.key_bytes), w.payload_bytes ? row_at(part.payload.data(), row, w.payload_bytes) : nullptr};
+  }
+
+  /// GPU k's rows of `side` as a relation of the input's types, in device memory.
+  RelationView group(int k, Side side) const {
+    const Part& part = gpus_[k].side[static_cast<int>(side)];
+    const RelationView& rel = rel_[static_cast<int>(side)];
+    RelationView v{{part.keys.data(), part.filled, rel.key.type}, std::nullopt};
+    if (w_[static_cast<int>(side)].payload_bytes) v.payload = MutableColumnView{part.payload.data(), part.filled, rel.payload->type};
+    return v;
+  }
+
+  std::int64_t rows(int k, Side side) const { return gpus_[k].side[static_cast<int>(side)].filled; }
+
+  /// A sample of GPU k's keys of `side` for its plan: every (rows / kSampleRows)-th key, copied out in
+  /// one strided copy (the rows arrived in chunk order, so a stride samples all of them).
+  KeySample sample(int k, Side side) const {
+    const RelationView v = group(k, side);
+    const std::int64_t rows = v.size(), m = std::min(rows, kSampleRows);
+    if (m == 0) return {{}, rows};
+    const auto width = static_cast<std::size_t>(dtype_size(v.key.type));
+    const std::size_t stride = static_cast<std::size_t>(rows / m) * width;
+    HostColumn keys = HostColumn::allocate(v.key.type, m);
+    gpu::DeviceGuard guard(gpus_[k].device);
+    MGJOIN_CUDA_TRY(cudaMemcpy2D(keys.data(), width, v.key.data, stride, width, static_cast<std::size_t>(m), cudaMemcpyDeviceToHost));
+    KeySample sample = sample_keys(ColumnView{keys.data(), m, v.key.type}, m);
+    sample.rows = rows;
+    return sample;
+  }
+
+ private:
+  struct Part {
+    std::int64_t bound = 0, filled = 0;
+    DeviceBuffer keys, payload;  // (payload freed first: the stack takes any order, but so it is LIFO)
+  };
+  struct GpuPart {
+    int device = 0;
+    CopartContext context;
+    std::array<Part, 2> side;
+  };
+  int host_groups_;
+  std::array<RelationView, 2> rel_;
+  std::array<Widths, 2> w_;
+  std::deque<GpuPart> gpus_;
+};
+
 /// A pass-1 chunk slot, and when its segments have crossed out.
 struct Slot : ChunkSlot {
   gpu::Event drained;
@@ -100,7 +194,8 @@ struct Pass1Gpu {
 /// Pass 1: both relations through the GPUs into the buckets.
 class Pass1 {
  public:
-  Pass1(const BucketPlan& plan, const CopartContext& ctx, std::uint64_t key_xor) : plan_(plan), key_xor_(key_xor) {
+  Pass1(const BucketPlan& plan, const CopartContext& ctx, std::uint64_t key_xor, Resident& resident)
+      : plan_(plan), key_xor_(key_xor), resident_(resident) {
     gpus_.resize(ctx.devices.size());
     for (std::size_t d = 0; d < gpus_.size(); ++d) {
       Pass1Gpu& gpu = gpus_[d];
@@ -146,6 +241,9 @@ class Pass1 {
 
   std::uint64_t bytes_in() const { return bytes_in_; }
   std::uint64_t bytes_out() const { return bytes_out_; }
+  /// Resident rows' bytes copied to another GPU, and kept on the one that partitioned them.
+  std::uint64_t bytes_nvlink() const { return bytes_nvlink_; }
+  std::uint64_t bytes_kept() const { return bytes_kept_; }
 
  private:
   /// H2D of rows [first, first + rows) into the slot, then their partitioning, on the GPU's streams.
@@ -175,22 +273,31 @@ class Pass1 {
     for (int q = 0; q < groups; ++q) {
       const auto rows = static_cast<std::int64_t>(seg[q + 1] - seg[q]);
       if (rows == 0) continue;
+      const std::byte* keys_from = row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[q]), w.key_bytes);
+      const std::byte* payload_from = row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[q]), w.payload_bytes);
+      const std::uint64_t bytes = static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
+      if (const int k = plan_.resident_gpu(q); k >= 0) {  // stays on the GPUs: to GPU k
+        const auto [keys, payload] = resident_.append(k, side, rows);
+        const int to = resident_.device(k);
+        MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(keys, to, keys_from, gpu.device, rows * w.key_bytes, gpu.d2h));
+        if (payload) MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(payload, to, payload_from, gpu.device, rows * w.payload_bytes, gpu.d2h));
+        (to == gpu.device ? bytes_kept_ : bytes_nvlink_) += bytes;
+        continue;
+      }
       const auto [keys, payload] = buckets.append(q, rows, side == Side::R ? "R" : "S");
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys, row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[q]), w.key_bytes),
-                                      rows * w.key_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
-      if (payload)
-        MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload, row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[q]), w.payload_bytes),
-                                        rows * w.payload_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys, keys_from, rows * w.key_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
+      if (payload) MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload, payload_from, rows * w.payload_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
+      bytes_out_ += bytes;
     }
-    bytes_out_ += seg[groups] * (w.key_bytes + w.payload_bytes);
     slot.drained.record(gpu.d2h);
     slot.drained_recorded = true;
   }
 
   const BucketPlan& plan_;
   std::uint64_t key_xor_;
+  Resident& resident_;
   std::vector<Pass1Gpu> gpus_;
-  std::uint64_t bytes_in_ = 0, bytes_out_ = 0;
+  std::uint64_t bytes_in_ = 0, bytes_out_ = 0, bytes_nvlink_ = 0, bytes_kept_ = 0;
 };
 
 /// Pass 2's stacks when two groups are on the GPUs at once: per GPU, two device stacks over halves of
@@ -217,7 +324,6 @@ class Halves {
   std::uint64_t device_bytes() const { return half_; }
 
  private:
-  using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
   using PinnedBuffer = alloc::StackBuffer<std::byte, alloc::PinnedStackAllocator>;
   std::uint64_t half_ = 0;
   // The blocks outlive the stacks over them (members are destroyed in reverse order).
@@ -236,11 +342,51 @@ class Pass2 {
       : r_(r), s_(s), plan_(plan), output_(output), payloads_(payloads), context_(context), columns_(columns),
         scratch_(device_scratch_sizes()) {
     // An inner join skips a group with an empty side.
-    for (int q = 0; q < plan.groups.gpus; ++q)
+    for (int q = 0; q < plan.host_groups(); ++q)
       if (r.rows(q) > 0 && s.rows(q) > 0) {
         joining_.push_back(q);
         all_ += r.rows(q) + s.rows(q);
       }
+  }
+
+  /// Joins the resident groups, each on its GPU with the one-GPU flow (payloads carried: they are on
+  /// the GPU already), all GPUs started before the first is finished; before the host groups, whose
+  /// shares of the output come after theirs (`resident` holds the rows: call once, first).
+  void run_resident(const Resident& resident) {
+    const auto t0 = Clock::now();
+    std::vector<int> joining;
+    for (int k = 0; k < resident.gpus(); ++k)
+      if (resident.rows(k, Side::R) > 0 && resident.rows(k, Side::S) > 0) {
+        joining.push_back(k);
+        all_ += resident.rows(k, Side::R) + resident.rows(k, Side::S);
+      }
+    std::vector<std::unique_ptr<Running>> started;
+    std::vector<std::pair<int, std::unique_ptr<Running>>> streamed;
+    for (const int k : joining) {
+      mgjoin::detail::throw_if_cancelled();
+      const CopartContext& ctx = resident.context(k);
+      auto job = std::make_unique<Running>(resident.group(k, Side::R), resident.group(k, Side::S));
+      job->plan = plan_copart(resident.sample(k, Side::R), resident.sample(k, Side::S), job->r, job->s, 1, output_,
+                              ctx.device_memory[0]->available(), scratch_, PayloadFlow::Carry);
+      if (!job->plan.fits)
+        throw PlanMissed("resident group on GPU " + std::to_string(resident.device(k)) + " (" + std::to_string(job->r.size()) +
+                         " R and " + std::to_string(job->s.size()) + " S rows) is not joined beside itself: " + job->plan.reason);
+      job->into = into_rows(static_cast<std::uint64_t>(job->r.size() + job->s.size()));
+      if (job->plan.streamed) {  // its rounds block the host: after the in-core ones have started
+        streamed.emplace_back(k, std::move(job));
+        continue;
+      }
+      job->join = std::make_unique<InCoreJoin>(job->r, job->s, job->plan, output_, ctx, job->into);
+      job->join->start();
+      started.push_back(std::move(job));
+    }
+    for (auto& job : started) finish(std::move(job), true);
+    for (const auto& [k, job] : streamed) {
+      JoinResult part;
+      run_copart(job->r, job->s, job->plan, output_, resident.context(k), part, job->into);
+      add(part, true);
+    }
+    groups_.push_back({"bucket.pass2.resident", seconds_since(t0), 0, 0});
   }
 
   /// Each group alone in all the memory, in core or streamed.
@@ -288,6 +434,8 @@ class Pass2 {
   const CheckedSum& count() const { return count_; }
   /// The groups' own phases, summed by name.
   const std::vector<PhaseStat>& phases() const { return phases_; }
+  /// The resident groups' phases, summed by name.
+  const std::vector<PhaseStat>& resident_phases() const { return resident_phases_; }
   /// How long pass 2 ran its groups overlapped, and alone.
   const std::vector<PhaseStat>& groups() const { return groups_; }
 
@@ -308,8 +456,10 @@ class Pass2 {
 
   /// Where group q's output goes: the shares of the input joined before and after it (the last group
   /// that joins ends at share 1, where the columns grow to exactly their rows).
-  OutputInto into(int q) {
-    const std::uint64_t rows = r_.rows(q) + s_.rows(q);
+  OutputInto into(int q) { return into_rows(static_cast<std::uint64_t>(r_.rows(q) + s_.rows(q))); }
+
+  /// The same for a part of `rows` input rows.
+  OutputInto into_rows(std::uint64_t rows) {
     const OutputInto shares{columns_, static_cast<double>(done_) / static_cast<double>(all_),
                             done_ + rows == all_ ? 1.0 : static_cast<double>(done_ + rows) / static_cast<double>(all_)};
     done_ += rows;
@@ -347,16 +497,24 @@ class Pass2 {
     started.get();
   }
 
-  void finish(std::unique_ptr<Running> group) {
+  void finish(std::unique_ptr<Running> group, bool resident = false) {
     if (!group) return;
     JoinResult part;
     group->join->finish(part);
-    add(part);
+    add(part, resident);
   }
 
-  void add(const JoinResult& part) {
+  /// Adds a group's count and phases; a resident group's phases apart, their copies being on the GPU
+  /// (not PCIe bytes).
+  void add(const JoinResult& part, bool resident = false) {
     count_.add(part.count);
-    mgjoin::detail::add_phases(phases_, part.phases);
+    if (!resident) {
+      mgjoin::detail::add_phases(phases_, part.phases);
+      return;
+    }
+    std::vector<PhaseStat> phases = part.phases;
+    for (PhaseStat& p : phases) p.bytes_pcie = 0;
+    mgjoin::detail::add_phases(resident_phases_, phases);
   }
 
   Buckets &r_, &s_;
@@ -369,7 +527,7 @@ class Pass2 {
   std::vector<int> joining_;
   std::uint64_t all_ = 0, done_ = 0;
   CheckedSum count_{0};
-  std::vector<PhaseStat> phases_, groups_;
+  std::vector<PhaseStat> phases_, resident_phases_, groups_;
 };
 
 }  // namespace
@@ -381,15 +539,21 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
   const int groups = plan.groups.gpus;
   const auto t0 = Clock::now();
   alloc::expect_host_memory(plan.host_bytes, "the bucketed flow's pinned buckets (" + std::to_string(groups) + " groups)");
-  Buckets r_buckets(r, plan.r, plan.sizes.bound[0]);
-  Buckets s_buckets(s, plan.s, plan.sizes.bound[1]);
-  std::uint64_t pass1_in = 0, pass1_out = 0;
+  const auto host_bounds = [&](int side) {
+    const std::vector<std::int64_t>& bound = plan.sizes.bound[side];
+    return std::vector<std::int64_t>(bound.begin(), bound.begin() + plan.host_groups());
+  };
+  Buckets r_buckets(r, plan.r, host_bounds(0));
+  Buckets s_buckets(s, plan.s, host_bounds(1));
+  std::optional<Resident> resident(std::in_place, plan, context, r, s);  // before pass 1's slots: they stay
+  std::uint64_t pass1_in = 0, pass1_out = 0, pass1_nvlink = 0;
   {
-    Pass1 pass1(plan, context, ordered_key_xor(r.key.type));
+    Pass1 pass1(plan, context, ordered_key_xor(r.key.type), *resident);
     pass1.run(r, Side::R, r_buckets);
     pass1.run(s, Side::S, s_buckets);
     pass1_in = pass1.bytes_in();
     pass1_out = pass1.bytes_out();
+    pass1_nvlink = pass1.bytes_nvlink();
   }
   const double pass1_seconds = seconds_since(t0);
 
@@ -397,6 +561,8 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
   std::optional<OutputColumns> columns;
   if (output == OutputMode::Materialize) columns.emplace(r, s, plan.r, plan.s, result);
   Pass2 pass2(r_buckets, s_buckets, plan, output, payloads, context, columns ? &*columns : nullptr);
+  if (plan.resident) pass2.run_resident(*resident);
+  resident.reset();  // the host groups take all the memory
   // A plan made for another exchange (overlap_possible) runs one group at a time: its groups fit in
   // half the memory, and so in all of it.
   if (plan.overlap && overlap_possible(context.exchange, static_cast<int>(context.devices.size())))
@@ -410,7 +576,7 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
     columns->finish();
   else
     result.count = count.value;
-  result.phases.push_back({"bucket.pass1", pass1_seconds, pass1_in + pass1_out, 0});
+  result.phases.push_back({"bucket.pass1", pass1_seconds, pass1_in + pass1_out, pass1_nvlink});
   std::uint64_t pass2_pcie = 0, pass2_nvlink = 0;
   for (const PhaseStat& p : phases) {
     pass2_pcie += p.bytes_pcie;
@@ -419,6 +585,8 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
   result.phases.push_back({"bucket.pass2", seconds_since(t1), pass2_pcie, pass2_nvlink});
   for (const PhaseStat& p : pass2.groups()) result.phases.push_back(p);
   for (const PhaseStat& p : phases) result.phases.push_back({"bucket.pass2." + p.name, p.seconds, p.bytes_pcie, p.bytes_nvlink});
+  for (const PhaseStat& p : pass2.resident_phases())
+    result.phases.push_back({"bucket.pass2.resident." + p.name, p.seconds, p.bytes_pcie, p.bytes_nvlink});
 }
 
 }  // namespace mgjoin::copart

@@ -400,13 +400,15 @@ class Flow {
   }
 
   /// One GPU: rows [first, first + rows) of `side` H2D into `p` as they are (keys unflipped), on h2d.
+  /// The rows may be in this GPU's memory already (the bucketed flow's resident groups): the copy's
+  /// direction follows the pointers.
   void copy_rows_in(Gpu& gpu, Side side, std::int64_t first, std::int64_t rows, Partition& p) {
     const Widths w = key_pass_widths(side);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.keys.data(), at(relation(side).key.data, first, w.key_bytes), rows * w.key_bytes,
-                                    cudaMemcpyHostToDevice, gpu.h2d));
+                                    cudaMemcpyDefault, gpu.h2d));
     if (w.payload_bytes)
       MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.payload.data(), at(host_payload(side), first, w.payload_bytes),
-                                      rows * w.payload_bytes, cudaMemcpyHostToDevice, gpu.h2d));
+                                      rows * w.payload_bytes, cudaMemcpyDefault, gpu.h2d));
     p.rows = rows;
     bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
   }

@@ -45,8 +45,13 @@ std::vector<KeyWeight> weigh(const KeySample& r, const KeySample& s) {
 /// Walks the weighted keys in order and fills the GPUs one after the other.
 class PlanBuilder {
  public:
-  PlanBuilder(int gpus, double total, const PlanOptions& options) : target_(total / gpus), options_(options) {
+  /// `shares[d]`: destination d's part of `total` (empty: equal parts).
+  PlanBuilder(int gpus, double total, const PlanOptions& options, std::span<const double> shares) : options_(options) {
     plan_.gpus = gpus;
+    double sum = 0;
+    for (const double w : shares) sum += w;
+    for (int d = 0; d < gpus; ++d)
+      targets_.push_back(shares.empty() ? total / gpus : total * shares[static_cast<std::size_t>(d)] / sum);
     std::fill(std::begin(plan_.upper), std::end(plan_.upper), std::numeric_limits<std::uint64_t>::max());
   }
 
@@ -54,11 +59,11 @@ class PlanBuilder {
     const double w = k.total();
     if (last_gpu()) {
       load_ += w;
-    } else if (w > room() && w > options_.hot_fraction * target_) {
+    } else if (w > room() && w > options_.hot_fraction * target()) {
       add_hot(k);
     } else {
       // A key goes whole to the next GPU when more than half of it would not fit here.
-      if (load_ > 0 && load_ + w / 2 > target_) close();
+      if (load_ > 0 && load_ + w / 2 > target()) close();
       load_ += w;
     }
     previous_ = k.key;
@@ -69,7 +74,9 @@ class PlanBuilder {
 
  private:
   bool last_gpu() const { return gpu_ == plan_.gpus - 1; }
-  double room() const { return std::max(0.0, target_ - load_); }
+  /// What destination d (default: the one being filled) should receive.
+  double target(int d = -1) const { return targets_[static_cast<std::size_t>(d < 0 ? gpu_ : std::min(d, plan_.gpus - 1))]; }
+  double room() const { return std::max(0.0, target() - load_); }
 
   /// GPU gpu_ takes no key above the last one added.
   void close() {
@@ -87,21 +94,22 @@ class PlanBuilder {
     // Each GPU of the run holds the replicated side whole and fills the rest of its room with the split
     // side; where the replicated side leaves no room (both sides huge: the output is |R|·|S| anyway) it
     // still takes a quarter of a share, overfilling.
-    const double little = 0.02 * target_;
-    const auto take_on = [&](double room_here) { return room_here - w_copy > little ? room_here - w_copy : target_ / 4; };
+    const double little = 0.02 * target();
+    const auto take_on = [&](double room_here, int d) { return room_here - w_copy > little ? room_here - w_copy : target(d) / 4; };
     std::vector<double> shares;
     double left = w_split;
     double room_here = room();
     if (room_here - w_copy <= little && load_ > 0) {
       close();
-      room_here = target_;
+      room_here = target();
     }
     while (left > 0) {
-      const bool last = gpu_ + static_cast<int>(shares.size()) == plan_.gpus - 1;
-      const double take = last ? left : std::min(left, take_on(room_here));
+      const int d = gpu_ + static_cast<int>(shares.size());
+      const bool last = d == plan_.gpus - 1;
+      const double take = last ? left : std::min(left, take_on(room_here, d));
       shares.push_back(take);
       left -= take;
-      room_here = target_;
+      room_here = target(d + 1);
     }
     if (shares.size() == 1) {  // fits where it falls after all
       load_ += k.total();
@@ -124,7 +132,7 @@ class PlanBuilder {
   }
 
   PartitionPlan plan_;
-  double target_;
+  std::vector<double> targets_;
   PlanOptions options_;
   int gpu_ = 0;
   double load_ = 0;
@@ -173,12 +181,16 @@ KeySample sample_keys(const ColumnView& keys, std::int64_t samples, std::uint64_
   return out;
 }
 
-PartitionPlan choose_plan(const KeySample& r, const KeySample& s, int gpus, const PlanOptions& options) {
+PartitionPlan choose_plan(const KeySample& r, const KeySample& s, int gpus, const PlanOptions& options,
+                          std::span<const double> shares) {
   MGJOIN_EXPECTS(gpus >= 1 && gpus <= kMaxGpus, "the co-partitioned flow takes 1 to 16 GPUs");
+  MGJOIN_EXPECTS(shares.empty() || (static_cast<int>(shares.size()) == gpus &&
+                                    std::all_of(shares.begin(), shares.end(), [](double w) { return w > 0; })),
+                 "choose_plan: one positive share per destination");
   const std::vector<KeyWeight> keys = weigh(r, s);
   double total = 0;
   for (const auto& k : keys) total += k.total();
-  PlanBuilder builder(gpus, std::max(total, 1.0), options);
+  PlanBuilder builder(gpus, std::max(total, 1.0), options, shares);
   for (const auto& k : keys) builder.add(k);
   return builder.finish();
 }

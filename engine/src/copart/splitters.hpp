@@ -43,8 +43,11 @@ struct PlanOptions {
   double hot_fraction = 0.1;
 };
 
-/// Splitters for `gpus` GPUs (1..kMaxGpus) balancing R + S tuples per GPU, with hot keys split.
-PartitionPlan choose_plan(const KeySample& r, const KeySample& s, int gpus, const PlanOptions& options = {});
+/// Splitters for `gpus` GPUs (1..kMaxGpus) balancing R + S tuples per GPU, with hot keys split: equal
+/// parts, or GPU d taking `shares[d]` of the whole (positive weights, one per GPU, any sum; the bucketed
+/// flow's resident groups are larger or smaller than its host groups).
+PartitionPlan choose_plan(const KeySample& r, const KeySample& s, int gpus, const PlanOptions& options = {},
+                          std::span<const double> shares = {});
 
 /// Tuples of each side each GPU should receive under `plan`, estimated from the samples (replicated
 /// hot-key tuples counted on every GPU of their run), and a bound that the real counts stay under
