@@ -99,6 +99,34 @@ group_ooc_bench() {
     "$common --gpus $g --gpu-memory-limit 8G --output materialize" \
     "$common --gpus $g --gpu-memory-limit 4G"
 }
+
+# One join of the same files, a warm-up then three runs: the median of its --json "seconds" (the join
+# alone, without reading the files: one process's join_tables, or the ranks' collective join).
+ranks_case() {
+  local label=$1 runs=() i
+  shift
+  for i in 0 1 2 3; do
+    "$@" --json > "$OUT/ranks-$label-$i.json" 2>> "$OUT/ranks-bench.err" || { echo "$label: failed (run $i)"; return 1; }
+    [ "$i" -eq 0 ] || runs+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$OUT/ranks-$label-$i.json")")
+  done
+  echo "$label: median $(printf '%s\n' "${runs[@]}" | sort -g | sed -n 2p) s of ${runs[*]}"
+}
+
+ranks_cases() {  # data directory
+  local data=$1 g=${MGJOIN_PENDING_GPUS:-2}
+  local files=(--r-key "$data/r_key.npy" --r-payload "$data/r_payload.npy" --s-key "$data/s_key.npy"
+               --s-payload "$data/s_payload.npy")
+  # Open MPI as root in a container; every rank gets the NVLink multicast guard (the machine's rule).
+  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+             OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np 2 -x NCCL_NVLS_ENABLE)
+  local per_rank=$(( g > 0 ? g / 2 : 0 ))  # each rank its share of the GPUs (0: the CPU path)
+  ranks_case one-process-count "$B/mgjoin" join "${files[@]}" --gpus "$g" --count
+  ranks_case two-ranks-count "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count
+  ranks_case one-process-materialized "$B/mgjoin" join "${files[@]}" --gpus "$g" --out-dir "$data/out1" --overwrite
+  ranks_case two-ranks-materialized "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
+    --out-dir "$data/out2" --overwrite
+}
+
 group_ranks_bench() {
   local data=${MGJOIN_PENDING_DATA:-/tmp/mgjoin-ranks}
   step ranks-generate "$B/mgjoin" generate --workload B --scale "${MGJOIN_PENDING_SCALE:-0.25}" --out-dir "$data"
