@@ -1,6 +1,8 @@
 // The MPI steps shared by dist::join and dist::join_tables (collectives.hpp).
 #include "dist/collectives.hpp"
 
+#include "dist/nccl_rows.hpp"
+
 #include "core/checked_math.hpp"
 #include "core/device.hpp"
 
@@ -9,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+
+#include <omp.h>
 
 namespace mgjoin::dist::detail {
 
@@ -37,24 +41,50 @@ copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std
 }
 
 Outbound pack(const void* column, int width, const std::vector<copart::Destinations>& dest, int ranks) {
+  // Every thread counts its contiguous share of the rows per destination, then writes them after the
+  // rows of the threads before it: each destination's rows keep their order, as one thread would lay
+  // them out.
   Outbound out;
-  out.rows.assign(static_cast<std::size_t>(ranks), 0);
-  for (const auto& d : dest)
-    for (int k = 0; k < d.count; ++k) ++out.rows[static_cast<std::size_t>(d.first + k)];
-  std::vector<std::int64_t> next(static_cast<std::size_t>(ranks), 0);
-  std::exclusive_scan(out.rows.begin(), out.rows.end(), next.begin(), std::int64_t{0});
-  out.bytes.resize(static_cast<std::size_t>(std::accumulate(out.rows.begin(), out.rows.end(), std::int64_t{0})) * width);
+  const auto r = static_cast<std::size_t>(ranks);
+  const auto n = static_cast<std::int64_t>(dest.size());
+  const int threads = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(n / 65536) + 1));
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(threads) * r, 0);  // [thread][destination]
+  const auto share = [&](int t) { return std::pair{n * t / threads, n * (t + 1) / threads}; };
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int t = 0; t < threads; ++t) {
+    const auto [first, last] = share(t);
+    std::int64_t* mine = counts.data() + static_cast<std::size_t>(t) * r;
+    for (std::int64_t i = first; i < last; ++i)
+      for (int k = 0; k < dest[static_cast<std::size_t>(i)].count; ++k) ++mine[dest[static_cast<std::size_t>(i)].first + k];
+  }
+  out.rows.assign(r, 0);
+  std::vector<std::int64_t> next(counts.size());  // where thread t's rows of destination d start
+  std::int64_t at = 0;
+  for (std::size_t d = 0; d < r; ++d)
+    for (std::size_t t = 0; t < static_cast<std::size_t>(threads); ++t) {
+      next[t * r + d] = at;
+      at += counts[t * r + d];
+      out.rows[d] += counts[t * r + d];
+    }
+  out.bytes.resize(static_cast<std::size_t>(at) * width);
   const auto* in = static_cast<const std::byte*>(column);
-  for (std::size_t i = 0; i < dest.size(); ++i)
-    for (int k = 0; k < dest[i].count; ++k)
-      std::memcpy(out.bytes.data() + next[static_cast<std::size_t>(dest[i].first + k)]++ * width, in + i * width,
-                  static_cast<std::size_t>(width));
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int t = 0; t < threads; ++t) {
+    const auto [first, last] = share(t);
+    std::int64_t* place = next.data() + static_cast<std::size_t>(t) * r;
+    for (std::int64_t i = first; i < last; ++i) {
+      const copart::Destinations& d = dest[static_cast<std::size_t>(i)];
+      for (int k = 0; k < d.count; ++k)
+        std::memcpy(out.bytes.data() + place[d.first + k]++ * width, in + i * width, static_cast<std::size_t>(width));
+    }
+  }
   return out;
 }
 
 std::vector<copart::Destinations> destinations_of(const copart::PartitionPlan& plan, copart::Side side,
                                                   const ColumnView& keys, std::int64_t first_row) {
   std::vector<copart::Destinations> dest(static_cast<std::size_t>(keys.size));
+#pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < keys.size; ++i)
     dest[static_cast<std::size_t>(i)] =
         copart::destinations(plan, side, copart::ordered_key(keys, i), static_cast<std::uint64_t>(first_row + i));
@@ -127,13 +157,17 @@ void exchange_in_rounds(const Comm& c, const Outbound& out, const std::vector<st
 
 }  // namespace
 
-HostColumn exchange(const Comm& c, const Outbound& out, DType type) {
+HostColumn exchange(const Comm& c, const Outbound& out, DType type, const NcclRows* nccl) {
   const int width = static_cast<int>(dtype_size(type));
   std::vector<std::int64_t> in_rows(static_cast<std::size_t>(c.size));
   MPI_Alltoall(out.rows.data(), 1, MPI_INT64_T, in_rows.data(), 1, MPI_INT64_T, c.comm);
   HostColumn in = agreed(c, [&] {
     return HostColumn::allocate(type, std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0}));
   });
+  if (nccl) {
+    nccl->exchange(c, out, in_rows, width, in);
+    return in;
+  }
   std::vector<std::int64_t> send_at(out.rows.size()), recv_at(in_rows.size());
   std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), std::int64_t{0});
   std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), std::int64_t{0});
@@ -167,9 +201,10 @@ void expect_layout_of_root(const Comm& c, const std::string& layout, const std::
   });
 }
 
-HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::vector<copart::Destinations>& dest) {
+HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::vector<copart::Destinations>& dest,
+                          const NcclRows* nccl) {
   const Outbound out = agreed(c, [&] { return pack(column.data, static_cast<int>(dtype_size(column.type)), dest, c.size); });
-  return exchange(c, out, column.type);
+  return exchange(c, out, column.type, nccl);
 }
 
 NodePlace node_place(const Comm& c) {
@@ -178,6 +213,15 @@ NodePlace node_place(const Comm& c) {
   const Comm on_node(node);
   MPI_Comm_free(&node);
   return {on_node.rank, on_node.size};
+}
+
+int default_rank_gpu(NodePlace place) {
+  const int devices = gpu::device_count();
+  const int each = std::max(1, devices / place.size);
+  MGJOIN_INPUT_EXPECTS(devices > 0 && (place.rank + 1) * each <= devices,
+                       "RankExchange::Nccl: " + std::to_string(place.size) + " ranks on this node need a GPU each; it has " +
+                           std::to_string(devices));
+  return place.rank * each;
 }
 
 JoinOptions options_for_rank(const JoinOptions& options, NodePlace place) {

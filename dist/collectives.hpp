@@ -96,15 +96,19 @@ void check_rank_count(const Comm& c);
 /// (collective). @throw RankError on every rank, naming the first rank whose layout differs, with `message`.
 void expect_layout_of_root(const Comm& c, const std::string& layout, const std::string& message);
 
+class NcclRows;
+
 /// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
-/// one, rank by rank. The column is taken in an agreed step between the two collectives: a rank that
+/// one, rank by rank: through host memory over MPI, or through the ranks' GPUs over `nccl` when given
+/// (nccl_rows.hpp). The column is taken in an agreed step between the two collectives: a rank that
 /// cannot hold what it is sent fails there, not inside the exchange. Any number of rows: where a rank's
-/// rows outgrow MPI's int counts, the exchange goes in rounds of at most 64 MiB per rank.
-HostColumn exchange(const Comm& c, const Outbound& out, DType type);
+/// rows outgrow MPI's int counts, the MPI exchange goes in rounds of at most 64 MiB per rank.
+HostColumn exchange(const Comm& c, const Outbound& out, DType type, const NcclRows* nccl = nullptr);
 
 /// Sends each row of `column` to the ranks of its `dest` entry (an agreed pack, then exchange) and
 /// returns the rows every rank sent this one, rank by rank (collective).
-HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::vector<copart::Destinations>& dest);
+HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::vector<copart::Destinations>& dest,
+                          const NcclRows* nccl = nullptr);
 
 /// This rank's place among the ranks of its node (collective).
 struct NodePlace {
@@ -115,6 +119,17 @@ NodePlace node_place(const Comm& c);
 /// The local join's options: unless they name GPUs, each rank of a node takes its own share of the
 /// node's GPUs (one each by default: one rank per GPU), so that ranks on one node never share one.
 JoinOptions options_for_rank(const JoinOptions& options, NodePlace place);
+
+/// The first GPU a rank of a node takes by default (options_for_rank's share): its NCCL device.
+/// @throw InputError when the node has no GPU for it.
+int default_rank_gpu(NodePlace place);
+
+/// dist::join and dist::join_tables over `c`, the rows travelling over `nccl` when given (the public
+/// functions and dist::Engine call these).
+DistributedResult join_ranks(RelationView r, RelationView s, const JoinOptions& options, const Comm& c,
+                             const NcclRows* nccl);
+DistributedTableResult join_tables_ranks(const TableView& left, const TableView& right, const TableJoinOptions& options,
+                                         const Comm& c, const NcclRows* nccl);
 
 /// The ranks' counts added up (collective). @throw RankError on every rank when they reach 2^64.
 std::uint64_t total_count(const Comm& c, std::uint64_t mine);

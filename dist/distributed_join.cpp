@@ -24,11 +24,12 @@ std::string layout_of(const RelationView& r, const RelationView& s) {
 }
 
 /// Sends this rank's slice of one relation to the ranks owning its keys; returns what this rank owns.
-Relation shuffle(const Comm& c, const RelationView& rel, Side side, const copart::PartitionPlan& plan, std::int64_t first_row) {
+Relation shuffle(const Comm& c, const RelationView& rel, Side side, const copart::PartitionPlan& plan, std::int64_t first_row,
+                 const NcclRows* nccl) {
   const std::vector<copart::Destinations> dest = agreed(c, [&] { return destinations_of(plan, side, rel.key, first_row); });
   Relation here;
-  here.key = send_to_owners(c, rel.key, dest);
-  if (rel.payload) here.payload = send_to_owners(c, *rel.payload, dest);  // every rank or none (layouts agreed)
+  here.key = send_to_owners(c, rel.key, dest, nccl);
+  if (rel.payload) here.payload = send_to_owners(c, *rel.payload, dest, nccl);  // every rank or none (layouts agreed)
   return here;
 }
 
@@ -42,7 +43,11 @@ void agree(MPI_Comm comm, const std::function<void()>& step) {
 }
 
 DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm) {
-  const Comm c(comm);
+  return join_ranks(r, s, options, Comm(comm), nullptr);
+}
+
+DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinOptions& options, const Comm& c,
+                                     const NcclRows* nccl) {
   agreed(c, [&] {
     check_rank_count(c);
     MGJOIN_INPUT_EXPECTS(options.output == OutputMode::Count || options.output == OutputMode::Materialize,
@@ -57,8 +62,8 @@ DistributedResult join(RelationView r, RelationView s, const JoinOptions& option
   const copart::KeySample r_sample = global_sample(c, r.key, r_rows), s_sample = global_sample(c, s.key, s_rows);
   const copart::PartitionPlan plan = agreed(c, [&] { return copart::choose_plan(r_sample, s_sample, c.size); });
 
-  Relation r_here = shuffle(c, r, Side::R, plan, first_row(c, r_rows));
-  Relation s_here = shuffle(c, s, Side::S, plan, first_row(c, s_rows));
+  Relation r_here = shuffle(c, r, Side::R, plan, first_row(c, r_rows), nccl);
+  Relation s_here = shuffle(c, s, Side::S, plan, first_row(c, s_rows), nccl);
 
   DistributedResult result;
   result.ranks = c.size;

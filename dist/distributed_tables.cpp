@@ -81,14 +81,15 @@ struct Received {
 /// Sends this rank's rows of one table to the ranks owning their keys (`sort_key`, one per row);
 /// returns what this rank owns.
 Received shuffle_table(const Comm& c, const std::vector<NamedColumnView>& columns, const ColumnView& sort_key,
-                       Side side, const copart::PartitionPlan& plan, std::int64_t first, bool row_indices) {
+                       Side side, const copart::PartitionPlan& plan, std::int64_t first, bool row_indices,
+                       const NcclRows* nccl) {
   const std::vector<copart::Destinations> dest = agreed(c, [&] { return destinations_of(plan, side, sort_key, first); });
   Received here;
-  for (const NamedColumnView& col : columns) here.columns.push_back({col.name, send_to_owners(c, col.column, dest)});
+  for (const NamedColumnView& col : columns) here.columns.push_back({col.name, send_to_owners(c, col.column, dest, nccl)});
   if (row_indices) {
     std::vector<std::int64_t> rows(dest.size());
     std::iota(rows.begin(), rows.end(), first);
-    here.rows = send_to_owners(c, {rows.data(), static_cast<std::int64_t>(rows.size()), DType::Int64}, dest);
+    here.rows = send_to_owners(c, {rows.data(), static_cast<std::int64_t>(rows.size()), DType::Int64}, dest, nccl);
   }
   return here;
 }
@@ -107,7 +108,11 @@ void to_global_rows(HostColumn& map, const HostColumn& global) {
 
 DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options,
                                    MPI_Comm comm) {
-  const Comm c(comm);
+  return join_tables_ranks(left, right, options, Comm(comm), nullptr);
+}
+
+DistributedTableResult detail::join_tables_ranks(const TableView& left, const TableView& right, const TableJoinOptions& options,
+                                                 const Comm& c, const NcclRows* nccl) {
   const table::JoinColumns cols = agreed(c, [&] {
     check_rank_count(c);
     return table::join_columns(left, right, options);
@@ -128,9 +133,9 @@ DistributedTableResult join_tables(const TableView& left, const TableView& right
       agreed(c, [&] { return plan_for_kind(copart::choose_plan(left_sample, right_sample, c.size), options.how); });
 
   const bool maps = options.output == TableOutput::GatherMaps;
-  Received left_here = shuffle_table(c, left_travel, left_key.view(), Side::R, plan, first_row(c, left_rows), maps);
+  Received left_here = shuffle_table(c, left_travel, left_key.view(), Side::R, plan, first_row(c, left_rows), maps, nccl);
   Received right_here = shuffle_table(c, right_travel, right_key.view(), Side::S, plan, first_row(c, right_rows),
-                                      maps && outputs_right_columns(options.how));
+                                      maps && outputs_right_columns(options.how), nccl);
 
   DistributedTableResult result;
   result.ranks = c.size;

@@ -15,9 +15,11 @@
 #                 on the CPU, the GPUs and where the gather plan says (PERFORMANCE.md's crossover table)
 #   ooc-bench     issue 20: B 10^9 × 10^9 with --gpu-memory-limit 8G against the same join in core, the
 #                 paper flow beside (nvidia-h200-x2: within 1.8x of in core), count and materialized; the
-#                 bucketed cases (8G materialized, 4G count) again with MGJOIN_BUCKET_RESIDENT=off
+#                 bucketed cases (8G materialized, 4G count) again with MGJOIN_BUCKET_RESIDENT=auto
 #   ranks-bench   issue 23: 2 ranks × 1 GPU (mpirun) against one process on 2 GPUs, the same files,
-#                 count and materialized (within 1.15x)
+#                 count and materialized (within 1.15x), the rows over NCCL and over MPI
+#   ranks-tests   issue 23: the MPI test programs with 2 ranks, the rows over NCCL (made by the engine and
+#                 the program's own communicator) and the local joins on the ranks' GPUs
 #   python        issue 22 at g = 2: the package built there, its tests, compare.py with 1 and 4 columns
 #                 (carry .whl and .deps: duckdb's wheel, polars-site.tar.xz, Debian's nlohmann-json3-dev)
 #   sanitize-cli  issue 21: the cli suite alone (its mgjoin processes take most of the GPU) under each of
@@ -94,8 +96,8 @@ group_ooc_bench() {
     "$common --gpus $g --output materialize" \
     "$common --gpus $g --gpu-memory-limit 8G --output materialize" \
     "$common --gpus $g --gpu-memory-limit 4G"
-  # The bucketed cases again with host groups only: what the resident groups (hybrid) gain.
-  MGJOIN_BUCKET_RESIDENT=off MGJOIN_PINNED_CACHE_BYTES=64G step ooc-bench-buckets-only bench \
+  # The bucketed cases again with resident groups (hybrid, off by default): what they gain or cost.
+  MGJOIN_BUCKET_RESIDENT=auto MGJOIN_PINNED_CACHE_BYTES=64G step ooc-bench-hybrid bench \
     "$common --gpus $g --gpu-memory-limit 8G --output materialize" \
     "$common --gpus $g --gpu-memory-limit 4G"
 }
@@ -120,17 +122,32 @@ ranks_cases() {  # data directory
   local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
              OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np 2 -x NCCL_NVLS_ENABLE)
   local per_rank=$(( g > 0 ? g / 2 : 0 ))  # each rank its share of the GPUs (0: the CPU path)
+  # Two ranks with the rows over NCCL (auto, where the ranks have GPUs) and over MPI's host memory.
   ranks_case one-process-count "$B/mgjoin" join "${files[@]}" --gpus "$g" --count
   ranks_case two-ranks-count "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count
+  ranks_case two-ranks-count-mpi "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count --rank-exchange mpi
   ranks_case one-process-materialized "$B/mgjoin" join "${files[@]}" --gpus "$g" --out-dir "$data/out1" --overwrite
   ranks_case two-ranks-materialized "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
     --out-dir "$data/out2" --overwrite
+  ranks_case two-ranks-materialized-mpi "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
+    --out-dir "$data/out3" --overwrite --rank-exchange mpi
 }
 
 group_ranks_bench() {
   local data=${MGJOIN_PENDING_DATA:-/tmp/mgjoin-ranks}
   step ranks-generate "$B/mgjoin" generate --workload B --scale "${MGJOIN_PENDING_SCALE:-0.25}" --out-dir "$data"
   step ranks-bench ranks_cases "$data"
+}
+
+group_ranks_tests() {
+  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+             OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np 2 -x NCCL_NVLS_ENABLE -x MGJOIN_TEST_RANK_EXCHANGE)
+  local x p
+  for x in nccl nccl-external; do
+    for p in dist_join_mpi dist_tables_mpi; do
+      step "ranks-tests-$p-$x" env MGJOIN_TEST_RANK_EXCHANGE=$x timeout 280 "${mpi[@]}" "$B/$p"
+    done
+  done
 }
 
 group_python() {
@@ -167,10 +184,11 @@ for group in "$@"; do
     gather-crossover) group_gather_crossover ;;
     ooc-bench) group_ooc_bench ;;
     ranks-bench) group_ranks_bench ;;
+    ranks-tests) group_ranks_tests ;;
     python) group_python ;;
     sanitize-cli) group_sanitize_cli ;;
     racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
-    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ranks-bench, python," \
+    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ranks-bench, ranks-tests, python," \
          "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table)" >&2
        exit 2 ;;
   esac

@@ -8,10 +8,14 @@ build=${MGJOIN_BUILD_DIR:-build-lead}
 suites=(alloc topology io join sort copart cli e2e table)
 export PATH="/usr/local/cuda/bin:$PATH"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The MPI test programs where MPI was found (device-pending.sh ranks-tests runs them over NCCL).
+mpi_tests=()
+ninja -C "$build" -t targets all | grep -q '^dist_join_mpi:' && mpi_tests=(dist_join_mpi dist_tables_mpi)
 ninja -C "$build" -j "$(nproc)" mgjoin $(for s in "${suites[@]}"; do echo "${s}_gpu_tests"; done) \
-  bench_alloc_stack bench_host_merge bench_join_phase bench_sort_phase bench_thrust_join differential
+  bench_alloc_stack bench_host_merge bench_join_phase bench_sort_phase bench_thrust_join differential "${mpi_tests[@]}"
 rm -rf .devbin && mkdir .devbin
 cp "$build"/mgjoin "$build"/bench_* "$build"/tests/differential .devbin/
+for t in "${mpi_tests[@]}"; do cp "$build/tests/$t" .devbin/; done
 for s in "${suites[@]}"; do cp "$build/tests/${s}_gpu_tests" .devbin/; done
 strip .devbin/*
 du -sh .devbin

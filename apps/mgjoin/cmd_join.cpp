@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 struct JoinArgs {
   std::string r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
-  std::string r_columns, s_columns, how = "inner", output, gather_on = "auto";
+  std::string r_columns, s_columns, how = "inner", output, gather_on = "auto", rank_exchange = "auto";
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
   bool count_only = false, json = false, overwrite = false;
   EngineFlags engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
@@ -419,6 +419,9 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   q.out_dir = a.out_dir;
   q.overwrite = a.overwrite;
   q.json = a.json;
+  MGJOIN_INPUT_EXPECTS(a.rank_exchange == "auto" || a.rank_exchange == "mpi" || a.rank_exchange == "nccl",
+                       "--rank-exchange " + a.rank_exchange + ": expected auto, mpi or nccl");
+  q.rank_exchange = a.rank_exchange;
   return q;
 }
 
@@ -496,6 +499,10 @@ void add_join_command(CLI::App& app) {
   cmd->add_option("--gather-on", a->gather_on,
                   "where output columns are gathered by the join's row ids: auto (the CPU threads or the GPUs, by "
                   "a cost model), cpu or gpus")
+      ->capture_default_str();
+  cmd->add_option("--rank-exchange", a->rank_exchange,
+                  "under an MPI launcher, how rows travel between ranks: mpi (host memory), nccl (GPU to GPU), or "
+                  "auto (nccl where every rank has a GPU and --gpus is not 0)")
       ->capture_default_str();
   cmd->add_option("--output", a->output,
                   "columns (key.npy, r.<name>.npy, s.<name>.npy, r.valid.npy/s.valid.npy for outer joins), maps "

@@ -33,6 +33,7 @@ struct RankJoinRequest {
   std::string out_dir;                  ///< empty: count only
   bool overwrite = false;               ///< --overwrite: replace the table an earlier run left in out_dir
   bool json = false;
+  std::string rank_exchange = "auto";  ///< --rank-exchange: auto, mpi or nccl (checked)
 };
 
 /// Runs the join on this rank (collective over MPI_COMM_WORLD); `request` reads and checks the options

@@ -251,7 +251,7 @@ TEST(PlanResident, GroupsStayOnTheGpusBesidePass1AndMoreMemoryKeepsMore) {
                                            group_sample(ss, Side::S, p.groups, q, p.sizes.bound[1][q]),
                                            sized(p.sizes.bound[0][q]), sized(p.sizes.bound[1][q]), 1, OutputMode::Count,
                                            bytes - p.resident_bytes, fake_scratch(), PayloadFlow::Carry);
-        EXPECT_TRUE(one.fits) << "resident group " << q << ": " << one.reason;
+        EXPECT_TRUE(one.fits && !one.streamed) << "resident group " << q << ": " << one.reason;
       }
       // The host buckets hold the host groups only, and what pass 1 writes out shrinks by the share kept.
       std::uint64_t host_rows = 0;
@@ -310,9 +310,10 @@ TEST(PlanResident, AForcedShareThatDoesNotFitIsRefusedWithItsReason) {
 }
 
 TEST(PlanResident, TheKnobParsesAutoOffAndShares) {
-  EXPECT_LT(parse_residency(nullptr).share, 0);
-  EXPECT_LT(parse_residency("").share, 0);
+  EXPECT_EQ(parse_residency(nullptr).share, 0);
+  EXPECT_EQ(parse_residency("").share, 0);
   EXPECT_LT(parse_residency("auto").share, 0);
+  EXPECT_LT(Residency{}.share, 0);  // the planner's choice where a caller asks plan_buckets directly
   EXPECT_EQ(parse_residency("off").share, 0);
   EXPECT_EQ(parse_residency("0").share, 0);
   EXPECT_DOUBLE_EQ(parse_residency("0.25").share, 0.25);

@@ -182,6 +182,12 @@ expect_error() {  # pattern, then the mgjoin join arguments
 }
 expect_error "missing.npy" --r-key "$dir/in/missing.npy" --s-key "$dir/in/s_key.npy" --gpus 0 --count
 expect_error "a table in parts is read by one process" --r-dir "$dir/out" --s-dir "$dir/one" --gpus 0 --count
+expect_error "rank-exchange rdma: expected auto, mpi or nccl" --r-key "$dir/in/r_key.npy" --s-key "$dir/in/s_key.npy" \
+  --gpus 0 --count --rank-exchange rdma
+if ! command -v nvidia-smi > /dev/null; then  # rows over NCCL need a GPU on every rank
+  expect_error "RankExchange::Nccl: 2 ranks on this node need a GPU each; it has 0" --r-key "$dir/in/r_key.npy" \
+    --s-key "$dir/in/s_key.npy" --gpus 0 --count --rank-exchange nccl
+fi
 # A rank killed mid-run (as by the OOM killer): the launcher ends the job within the test's time, says
 # which rank died, exits non-zero, and nothing is committed (no manifest, no part file under its name).
 for step in read staged; do

@@ -4,7 +4,8 @@
 // on rank 0, must equal the single-process ones. Inputs: random (4- and 8-byte, signed and unsigned
 // keys), one hot key holding half of S, all keys equal, empty relations, fewer rows than ranks. Then a
 // rank that fails (its slices' types differ from rank 0's) must make every rank throw RankError naming
-// it, with no rank left waiting.
+// it, with no rank left waiting; rows over NCCL asked of ranks without a GPU are refused the same way.
+// MGJOIN_TEST_RANK_EXCHANGE=nccl|nccl-external runs the same checks with the rows over NCCL (mpi_check.hpp).
 //
 // Not GoogleTest: each rank checks, rank 0 prints, and the exit status says whether every rank passed.
 // MGJOIN_TEST_SEED replays a seed.
@@ -100,17 +101,18 @@ void check_join(const std::string& name, const Whole& r, const Whole& s) {
   for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize}) {
     const std::string what = name + (output == OutputMode::Count ? ", count" : ", materialize");
     JoinOptions options;
-    options.gpus = 0;  // the CPU path: CI has no GPU
+    options.gpus = 0;  // the reference: the CPU path
     options.output = output;
     auto rw = slice(r, 0, static_cast<std::int64_t>(r.keys.size()));
     auto sw = slice(s, 0, static_cast<std::int64_t>(s.keys.size()));
     const mgjoin::JoinResult expected = mgjoin::join(view(rw, r.has_payload), view(sw, s.has_payload), options);
+    options.gpus = local_gpus();
     const auto [r0, r1] = my_rows(static_cast<std::int64_t>(r.keys.size()));
     const auto [s0, s1] = my_rows(static_cast<std::int64_t>(s.keys.size()));
     auto rs = slice(r, r0, r1), ss = slice(s, s0, s1);
     try {
       const mgjoin::dist::DistributedResult got =
-          mgjoin::dist::join(view(rs, r.has_payload), view(ss, s.has_payload), options, MPI_COMM_WORLD);
+          dist_join(view(rs, r.has_payload), view(ss, s.has_payload), options);
       check(got.count == expected.count, what + ": count " + std::to_string(got.count) + ", single process " +
                                              std::to_string(expected.count));
       check(got.ranks == ranks, what + ": ranks");
@@ -154,10 +156,10 @@ void check_a_failing_rank() {
   auto r = slice(Whole{type, {1, 2, 3}, {0, 0, 0}, true}, 0, 3);
   auto s = slice(Whole{type, {1, 2}, {0, 0}, true}, 0, 2);
   JoinOptions options;
-  options.gpus = 0;
+  options.gpus = local_gpus();
   options.output = OutputMode::Count;
   try {
-    mgjoin::dist::join(view(r, true), view(s, true), options, MPI_COMM_WORLD);
+    dist_join(view(r, true), view(s, true), options);
     check(false, "a rank with other key types: no error");
   } catch (const mgjoin::dist::RankError& e) {
     check(e.rank() == 1, std::string("a rank with other key types: the error names rank ") + std::to_string(e.rank()));
@@ -166,6 +168,25 @@ void check_a_failing_rank() {
           std::string("a rank with other key types: ") + e.what());
   }
   if (rank == 0) std::printf("a failing rank: checked\n");
+}
+
+/// Rows over NCCL asked of ranks without GPUs (CI): every rank throws RankError saying so, none waits.
+/// With GPUs, a bad MGJOIN_NCCL_TIMEOUT is refused the same way, naming the variable.
+void check_nccl_refusals() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  const char* what = devices == 0 ? "NCCL without GPUs" : "a bad MGJOIN_NCCL_TIMEOUT";
+  if (devices > 0) setenv("MGJOIN_NCCL_TIMEOUT", "soon", 1);
+  try {
+    mgjoin::dist::Engine engine(MPI_COMM_WORLD, mgjoin::dist::RankExchange::Nccl);
+    check(false, std::string(what) + ": no error");
+  } catch (const mgjoin::dist::RankError& e) {
+    check(e.rank() == 0 && e.kind() == mgjoin::dist::RankError::Kind::Input, std::string(what) + ": " + e.what());
+    const char* says = devices == 0 ? "RankExchange::Nccl: " : "MGJOIN_NCCL_TIMEOUT 'soon'";
+    check(std::string(e.what()).find(says) != std::string::npos, std::string(what) + ": " + e.what());
+  }
+  unsetenv("MGJOIN_NCCL_TIMEOUT");
+  if (rank == 0) std::printf("%s: checked\n", what);
 }
 
 }  // namespace
@@ -192,6 +213,7 @@ int main(int argc, char** argv) {
   const Whole r_few = uniform(rng, DType::UInt64, 2, 3), s_few = uniform(rng, DType::UInt64, 3, 3);
   check_join("fewer rows than ranks", r_few, s_few);
   check_a_failing_rank();
+  check_nccl_refusals();
 
   return mgjoin::test::mpi::finish("dist_join_mpi");
 }

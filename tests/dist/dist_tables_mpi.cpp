@@ -171,15 +171,16 @@ void check_tables(const std::string& name, const Whole& left, const Whole& right
       o.left_on = o.right_on = on;
       o.how = how;
       o.output = output;
-      o.join.gpus = 0;  // the CPU path: CI has no GPU
+      o.join.gpus = 0;  // the reference: the CPU path
       o.left_columns = also.left_columns;
       o.right_columns = also.right_columns;
       const mgjoin::TableJoinResult want = mgjoin::join_tables(left.all(), right.all(), o);
+      o.join.gpus = local_gpus();
       const auto [l0, l1] = my_rows(left.rows());
       const auto [r0, r1] = my_rows(right.rows());
       try {
         const mgjoin::dist::DistributedTableResult got =
-            mgjoin::dist::join_tables(left.slice(l0, l1), right.slice(r0, r1), o, MPI_COMM_WORLD);
+            dist_join_tables(left.slice(l0, l1), right.slice(r0, r1), o);
         check(got.count == want.count, what + ": count " + std::to_string(got.count) + ", single process " +
                                            std::to_string(want.count));
         check(got.ranks == ranks, what + ": ranks");
@@ -217,14 +218,14 @@ void check_failing_ranks() {
   std::mt19937_64 rng(7);
   TableJoinOptions o;
   o.left_on = o.right_on = {"k0"};
-  o.join.gpus = 0;
+  o.join.gpus = local_gpus();
   const auto key = [](std::int64_t i, std::size_t) { return static_cast<std::uint64_t>(i % 5); };
   // Rank 1's payload column has another type (valid on its own: only the ranks' agreement catches it).
   Whole left = table(rng, 10, {DType::Int64}, key, "l");
   const Whole right = table(rng, 10, {DType::Int64}, key, "r");
   if (rank == 1) left.columns[1] = column(DType::Int64, 10, [](std::int64_t i) { return i; });
   try {
-    mgjoin::dist::join_tables(left.all(), right.all(), o, MPI_COMM_WORLD);
+    dist_join_tables(left.all(), right.all(), o);
     check(false, "a rank with another payload type: no error");
   } catch (const mgjoin::dist::RankError& e) {
     check(e.rank() == 1 && e.kind() == mgjoin::dist::RankError::Kind::Input,
@@ -236,7 +237,7 @@ void check_failing_ranks() {
   TableJoinOptions missing = o;
   if (rank == ranks - 1) missing.left_on = {"nope"};
   try {
-    mgjoin::dist::join_tables(right.all(), right.all(), missing, MPI_COMM_WORLD);
+    dist_join_tables(right.all(), right.all(), missing);
     check(false, "a rank naming a missing key column: no error");
   } catch (const mgjoin::dist::RankError& e) {
     check(e.rank() == ranks - 1 && std::string(e.what()).find("'nope'") != std::string::npos,

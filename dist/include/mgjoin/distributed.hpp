@@ -7,8 +7,13 @@
 // one part of the whole per rank.
 //
 //   rank i: R_i, S_i ── sample ─► allgather ─► splitters (same on every rank)
-//           R_i, S_i ── partition by the splitters ─► exchange (MPI_Alltoallv of host memory) ─►
+//           R_i, S_i ── partition by the splitters ─► exchange ─►
 //           R'_i, S'_i ─► mgjoin::join ─► count (summed) │ part i of the output
+//
+// The exchange goes through host memory (MPI_Alltoallv; the free functions, RankExchange::Mpi) or
+// through each rank's GPU over NCCL (dist::Engine with RankExchange::Nccl or the caller's ncclComm_t):
+// the rows cross to the rank's GPU, NCCL sends them GPU to GPU (NVLink on a node, the network's RDMA
+// between nodes), and they come back to the host for the local join.
 //
 // Every call is collective over the communicator. A rank that fails (bad input, no memory) does not
 // leave the others waiting: after each step the ranks agree on whether all went well, and every rank
@@ -19,9 +24,11 @@
 #include <mgjoin/types.hpp>
 
 #include <mpi.h>
+#include <nccl.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace mgjoin::dist {
@@ -87,5 +94,46 @@ struct DistributedTableResult {
 /// @throw RankError when any rank fails a step (every rank throws it, naming the first that failed).
 DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options,
                                    MPI_Comm comm);
+
+/// How the rows travel between ranks in the shuffle.
+enum class RankExchange {
+  Mpi,   ///< host memory, MPI_Alltoallv
+  Nccl,  ///< each rank's GPU, grouped ncclSend/ncclRecv
+};
+
+namespace detail {
+class NcclRows;
+}
+
+/// A distributed engine over an MPI communicator the caller owns, for engines that already run MPI
+/// (and NCCL): join() and join_tables() as the free functions, the rows travelling as it was made.
+/// Every call (the constructors too) is collective over the communicator.
+class Engine {
+ public:
+  /// Over `comm`. RankExchange::Nccl makes an NCCL communicator over the same ranks (rank 0's
+  /// ncclGetUniqueId, MPI_Bcast, ncclCommInitRank) on each rank's first GPU of its node's share (as
+  /// JoinOptions's default: one GPU per rank) and destroys it with the engine.
+  /// @throw RankError when a rank has no GPU for it or NCCL fails on any rank.
+  explicit Engine(MPI_Comm comm, RankExchange exchange = RankExchange::Mpi);
+  /// Over `comm` and `nccl`, an NCCL communicator the caller made over the same ranks in the same order
+  /// (rank i of comm is rank i of nccl); the rows travel through the GPU it was made on. Both stay the
+  /// caller's: they must outlive the engine.
+  /// @throw RankError when nccl's size or rank differ from comm's on any rank.
+  Engine(MPI_Comm comm, ncclComm_t nccl);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  RankExchange exchange() const { return nccl_ ? RankExchange::Nccl : RankExchange::Mpi; }
+
+  /// dist::join through this engine's exchange.
+  DistributedResult join(RelationView r, RelationView s, const JoinOptions& options) const;
+  /// dist::join_tables through this engine's exchange.
+  DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options) const;
+
+ private:
+  MPI_Comm comm_;
+  std::unique_ptr<detail::NcclRows> nccl_;
+};
 
 }  // namespace mgjoin::dist

@@ -65,8 +65,10 @@ struct Residency {
   double share = -1;
 };
 
-/// Residency from MGJOIN_BUCKET_RESIDENT's text (a benchmark's and test's knob): unset, empty or
-/// "auto": the planner's choice; "off" or "0": none; a number in (0, 1): that share.
+/// Residency from MGJOIN_BUCKET_RESIDENT's text, the engine's setting: unset, empty, "off" or "0":
+/// none (the default: measured, the resident groups' joins, which nothing overlaps, cost more than
+/// the transfers they save at the shapes where the planner buckets; PERFORMANCE.md); "auto": the
+/// planner's largest share; a number in (0, 1): that share.
 /// @throw InputError naming the variable and the value otherwise.
 Residency parse_residency(const char* text);
 

@@ -244,7 +244,7 @@ std::uint64_t resident_group_bytes(const BucketPlan& p, int q) {
 constexpr std::uint64_t kResidentAlignBytes = 1ull << 20;
 
 /// Whether every resident group of `p` fits its GPU beside pass 1's smallest chunk slots, and then the
-/// one-GPU flow (payloads carried: its inputs are on the GPU already) in what it leaves. Sets
+/// one-GPU flow in core (payloads carried: its inputs are on the GPU already) in what it leaves. Sets
 /// p.resident_bytes; `pinned` gets the most pinned staging one resident join takes; `why` says what
 /// does not fit.
 bool residents_fit(BucketPlan& p, const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
@@ -263,8 +263,10 @@ bool residents_fit(BucketPlan& p, const KeySample& r_sample, const KeySample& s_
     const CopartPlan plan = plan_copart(group_sample(r_sample, Side::R, p.groups, q, rows[0]),
                                         group_sample(s_sample, Side::S, p.groups, q, rows[1]), sized_like(r, rows[0]),
                                         sized_like(s, rows[1]), 1, output, device_bytes - bytes, scratch, PayloadFlow::Carry);
-    if (!plan.fits) {
-      why = "a resident group of " + gib(bytes) + " is not joined beside itself: " + plan.reason;
+    // In core only: a streamed join's rounds would hold the host up GPU after GPU, where the in-core
+    // joins of all GPUs run at once.
+    if (!plan.fits || plan.streamed) {
+      why = "a resident group of " + gib(bytes) + " is not joined in core beside itself: " + plan.reason;
       return false;
     }
     pinned = std::max(pinned, pinned_bytes_needed(plan, output));
@@ -273,15 +275,15 @@ bool residents_fit(BucketPlan& p, const KeySample& r_sample, const KeySample& s_
 }
 
 /// Resident shares worth trying for `residency`, the largest first, then none (unless one is forced):
-/// each GPU's group at 40% down to 5% of its memory, as a share of all tuples' bytes (at most 90%,
-/// at least 2%).
+/// each GPU's group at 35% down to 5% of its memory (beside it the one-GPU flow needs about twice as
+/// much), as a share of all tuples' bytes (at most 90%, at least 2%).
 std::vector<double> resident_shares(const Residency& residency, const BucketPlan& p, const RelationView& r,
                                     const RelationView& s, int gpus, std::uint64_t device_bytes) {
   if (residency.share > 0) return {residency.share};
   std::vector<double> shares;
   const double all = static_cast<double>(u64(r.size()) * width(p.r) + u64(s.size()) * width(p.s));
   if (residency.share < 0 && gpus < kMaxBucketGroups && all > 0)
-    for (const double part : {0.40, 0.35, 0.30, 0.25, 0.20, 0.15, 0.10, 0.05}) {
+    for (const double part : {0.35, 0.30, 0.25, 0.20, 0.15, 0.10, 0.05}) {
       const double share = std::min(0.9, gpus * part * static_cast<double>(device_bytes) / all);
       if (share >= 0.02 && (shares.empty() || share < shares.back())) shares.push_back(share);
     }
@@ -392,8 +394,8 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
 }
 
 Residency parse_residency(const char* text) {
-  if (!text || !*text || std::string_view(text) == "auto") return {};
-  if (std::string_view(text) == "off") return {0};
+  if (!text || !*text || std::string_view(text) == "off") return {0};
+  if (std::string_view(text) == "auto") return {};
   char* end = nullptr;
   const double share = std::strtod(text, &end);
   MGJOIN_INPUT_EXPECTS(end != text && *end == '\0' && share >= 0 && share < 1,
