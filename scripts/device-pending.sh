@@ -119,8 +119,10 @@ ranks_cases() {  # data directory
   local files=(--r-key "$data/r_key.npy" --r-payload "$data/r_payload.npy" --s-key "$data/s_key.npy"
                --s-payload "$data/s_payload.npy")
   # Open MPI as root in a container; every rank gets the NVLink multicast guard (the machine's rule).
-  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-             OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np 2 -x NCCL_NVLS_ENABLE)
+  # Open MPI binds each of two ranks to one core by default: each rank gets half the cores instead.
+  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=$(( $(nproc) / 2 ))
+             OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE
+             -x OMP_NUM_THREADS)
   local per_rank=$(( g > 0 ? g / 2 : 0 ))  # each rank its share of the GPUs (0: the CPU path)
   # Two ranks with the rows over NCCL (auto, where the ranks have GPUs) and over MPI's host memory.
   ranks_case one-process-count "$B/mgjoin" join "${files[@]}" --gpus "$g" --count

@@ -175,17 +175,19 @@ TEST_F(BucketedFlow, AFailedAllocationInAnOverlappedPass2LosesNothing) {
 }
 
 /// The smallest GPU memory (in 8 MiB steps from 64 MiB) at which R and S do not fit the co-partitioned
-/// flow in core or streamed but the bucket plan fits and passes `wanted`, by the planner's own
-/// arithmetic; 0 if none below 2 GiB.
+/// flow in core or streamed but the bucket plan with `residency` (the engine's: MGJOIN_BUCKET_RESIDENT)
+/// fits and passes `wanted`, by the planner's own arithmetic; 0 if none below 2 GiB.
 template <class Wanted>
-std::uint64_t first_limit(const Relation& r, const Relation& s, int g, OutputMode output, Wanted wanted) {
+std::uint64_t first_limit(const Relation& r, const Relation& s, int g, OutputMode output, copart::Residency residency,
+                          Wanted wanted) {
   const RelationView rv = const_cast<Relation&>(r).view(), sv = const_cast<Relation&>(s).view();
   const copart::KeySample rs = copart::sample_keys(rv.key), ss = copart::sample_keys(sv.key);
   const copart::ScratchSizes scratch = copart::device_scratch_sizes();
   for (std::uint64_t mib = 64; mib <= 2048; mib += 8) {
     const std::uint64_t bytes = mib << 20;
     if (copart::plan_copart(rs, ss, rv, sv, g, output, bytes, scratch).fits) return 0;
-    const copart::BucketPlan p = copart::plan_buckets(rs, ss, rv, sv, g, output, bytes, scratch);
+    const copart::BucketPlan p =
+        copart::plan_buckets(rs, ss, rv, sv, g, output, bytes, scratch, PayloadFlow::Auto, 0, Exchange::CopyEngines, residency);
     if (p.fits && wanted(p)) return bytes;
   }
   return 0;
@@ -193,7 +195,8 @@ std::uint64_t first_limit(const Relation& r, const Relation& s, int g, OutputMod
 
 /// The smallest such memory at which the planner buckets (with a hot key among the groups' if `want_hot`).
 std::uint64_t bucketing_limit(const Relation& r, const Relation& s, int g, OutputMode output, bool want_hot) {
-  return first_limit(r, s, g, output, [&](const copart::BucketPlan& p) { return !want_hot || p.groups.hot_count > 0; });
+  return first_limit(r, s, g, output, copart::Residency{0},  // the engine's default
+                     [&](const copart::BucketPlan& p) { return !want_hot || p.groups.hot_count > 0; });
 }
 
 TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
@@ -222,9 +225,11 @@ TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
     }
 }
 
-/// The smallest such memory at which the planner keeps groups resident beside its host buckets.
+/// The smallest such memory at which the planner (asked for resident groups) keeps them beside its host
+/// buckets.
 std::uint64_t hybrid_limit(const Relation& r, const Relation& s, int g, OutputMode output) {
-  return first_limit(r, s, g, output, [](const copart::BucketPlan& p) { return p.resident > 0; });
+  return first_limit(r, s, g, output, copart::Residency{},  // MGJOIN_BUCKET_RESIDENT=auto
+                     [](const copart::BucketPlan& p) { return p.resident > 0; });
 }
 
 /// Through the engine: with MGJOIN_BUCKET_RESIDENT=auto, where the memory allows, the planner keeps a

@@ -17,10 +17,11 @@ ln -s "$mgjoin" "$dir/bin/mgjoin"
 ln -s "$differential" "$dir/bin/differential"
 cd "$root"
 
-groups=(suites tables-bench gather-crossover ooc-bench ranks-bench python sanitize-cli racecheck-copart racecheck-e2e
-        racecheck-table)
+groups=(suites tables-bench gather-crossover ooc-bench ranks-bench ranks-tests python sanitize-cli racecheck-copart
+        racecheck-e2e racecheck-table)
 dry=$(MGJOIN_PENDING_DRY=1 OUT="$dir/out" bash scripts/device-pending.sh "${groups[@]}")
-for step in suites differential tables-bench gather-crossover ooc-bench ranks-generate ranks-bench python-build python-tests \
+for step in suites differential tables-bench gather-crossover ooc-bench ooc-bench-hybrid ranks-generate ranks-bench \
+            ranks-tests-dist_join_mpi-nccl ranks-tests-dist_tables_mpi-nccl-external python-build python-tests \
             python-compare-4-columns sanitize-cli-memcheck racecheck-copart racecheck-table; do
   grep -q "^\[$step\]" <<< "$dry" || fail "device-pending.sh's dry run has no step $step: $dry"
 done
@@ -47,11 +48,12 @@ diff_out=$(MGJOIN_BIN="$dir/bin" OUT="$dir/tests" MGJOIN_SUITES= MGJOIN_DIFF_CAS
   MGJOIN_DIFF_SEED=5 bash scripts/device-tests.sh)
 grep -q "differential: 20 cases, 0 mismatches" <<< "$diff_out" || fail "device-tests.sh: $diff_out"
 
-# ranks-bench end to end on the CPU path: four medians.
+# ranks-bench end to end on the CPU path: six medians (one process, two ranks over NCCL's choice and
+# over MPI; count and materialized).
 if [ -n "$mpiexec" ]; then
   out=$(PATH="$(dirname "$mpiexec"):$PATH" MGJOIN_BIN="$dir/bin" OUT="$dir/ranks" MGJOIN_PENDING_GPUS=0 \
     MGJOIN_PENDING_SCALE=0.0001 MGJOIN_PENDING_DATA="$dir/data" bash scripts/device-pending.sh ranks-bench)
   grep -q "ranks-bench: rc=0" <<< "$out" || fail "ranks-bench: $out"
-  [ "$(grep -c "median" "$dir/ranks/ranks-bench.log")" = 4 ] || fail "ranks-bench: $(cat "$dir/ranks/ranks-bench.log")"
+  [ "$(grep -c "median" "$dir/ranks/ranks-bench.log")" = 6 ] || fail "ranks-bench: $(cat "$dir/ranks/ranks-bench.log")"
 fi
 echo "device_scripts_test: passed"
