@@ -66,7 +66,7 @@ Outbound pack(const void* column, int width, const std::vector<copart::Destinati
       at += counts[t * r + d];
       out.rows[d] += counts[t * r + d];
     }
-  out.bytes.resize(static_cast<std::size_t>(at) * width);
+  out.bytes = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(at) * width);
   const auto* in = static_cast<const std::byte*>(column);
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int t = 0; t < threads; ++t) {
@@ -75,7 +75,7 @@ Outbound pack(const void* column, int width, const std::vector<copart::Destinati
     for (std::int64_t i = first; i < last; ++i) {
       const copart::Destinations& d = dest[static_cast<std::size_t>(i)];
       for (int k = 0; k < d.count; ++k)
-        std::memcpy(out.bytes.data() + place[d.first + k]++ * width, in + i * width, static_cast<std::size_t>(width));
+        std::memcpy(out.bytes.get() + place[d.first + k]++ * width, in + i * width, static_cast<std::size_t>(width));
     }
   }
   return out;
@@ -142,7 +142,7 @@ void exchange_in_rounds(const Comm& c, const Outbound& out, const std::vector<st
     for (std::size_t d = 0; d < peers; ++d) {
       send_rows[d] = static_cast<int>(std::clamp<std::int64_t>(out.rows[d] - first, 0, q));
       if (send_rows[d] > 0)  // (no pointer past a peer's rows)
-        std::memcpy(send.data() + d * slot, out.bytes.data() + (send_at[d] + first) * width,
+        std::memcpy(send.data() + d * slot, out.bytes.get() + (send_at[d] + first) * width,
                     static_cast<std::size_t>(send_rows[d]) * width);
       recv_rows[d] = static_cast<int>(std::clamp<std::int64_t>(in_rows[d] - first, 0, q));
     }
@@ -179,7 +179,7 @@ HostColumn exchange(const Comm& c, const Outbound& out, DType type, const NcclRo
     return in;
   }
   const RowType row(width);
-  MPI_Alltoallv(out.bytes.data(), as_ints(out.rows).data(), as_ints(send_at).data(), row.get(), in.data(),
+  MPI_Alltoallv(out.bytes.get(), as_ints(out.rows).data(), as_ints(send_at).data(), row.get(), in.data(),
                 as_ints(in_rows).data(), as_ints(recv_at).data(), row.get(), c.comm);
   return in;
 }

@@ -11,9 +11,11 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -78,8 +80,8 @@ copart::KeySample global_sample(const Comm& c, const ColumnView& keys, const std
 
 /// One column of rows bound for the ranks, destination by destination.
 struct Outbound {
-  std::vector<std::byte> bytes;
-  std::vector<std::int64_t> rows;  ///< per destination rank
+  std::unique_ptr<std::byte[]> bytes;  ///< (not zeroed: pack writes every byte, on all threads)
+  std::vector<std::int64_t> rows;      ///< per destination rank
 };
 
 /// Lays out `column` (rows of `width` bytes) by destination: row i goes to each rank of dest[i].
@@ -109,6 +111,25 @@ HostColumn exchange(const Comm& c, const Outbound& out, DType type, const NcclRo
 /// returns the rows every rank sent this one, rank by rank (collective).
 HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::vector<copart::Destinations>& dest,
                           const NcclRows* nccl = nullptr);
+
+/// The wall time of a collective call's steps on this rank, as phases named "ranks.<step>" (put before
+/// the local join's own in the result).
+class StepClock {
+ public:
+  StepClock() : last_(std::chrono::steady_clock::now()) {}
+  /// Ends the step running since the last mark.
+  void mark(const char* step) {
+    const auto now = std::chrono::steady_clock::now();
+    phases_.push_back({std::string("ranks.") + step, std::chrono::duration<double>(now - last_).count(), 0, 0});
+    last_ = now;
+  }
+  /// Puts the steps before `phases`.
+  void prepend_to(std::vector<PhaseStat>& phases) const { phases.insert(phases.begin(), phases_.begin(), phases_.end()); }
+
+ private:
+  std::chrono::steady_clock::time_point last_;
+  std::vector<PhaseStat> phases_;
+};
 
 /// This rank's place among the ranks of its node (collective).
 struct NodePlace {

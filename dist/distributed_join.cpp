@@ -48,6 +48,7 @@ DistributedResult join(RelationView r, RelationView s, const JoinOptions& option
 
 DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinOptions& options, const Comm& c,
                                      const NcclRows* nccl) {
+  StepClock clock;
   agreed(c, [&] {
     check_rank_count(c);
     MGJOIN_INPUT_EXPECTS(options.output == OutputMode::Count || options.output == OutputMode::Materialize,
@@ -58,20 +59,25 @@ DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinO
   // Every rank's slices must have the same types: the first rank that differs from rank 0 is named.
   expect_layout_of_root(c, layout_of(r, s), "its slices' key or payload types differ from rank 0's");
 
+  clock.mark("check");
   const std::vector<std::int64_t> r_rows = all_gather(c, r.size()), s_rows = all_gather(c, s.size());
   const copart::KeySample r_sample = global_sample(c, r.key, r_rows), s_sample = global_sample(c, s.key, s_rows);
   const copart::PartitionPlan plan = agreed(c, [&] { return copart::choose_plan(r_sample, s_sample, c.size); });
 
+  clock.mark("plan");
   Relation r_here = shuffle(c, r, Side::R, plan, first_row(c, r_rows), nccl);
   Relation s_here = shuffle(c, s, Side::S, plan, first_row(c, s_rows), nccl);
 
+  clock.mark("shuffle");
   DistributedResult result;
   result.ranks = c.size;
   result.r_rows = r_here.key.size();
   result.s_rows = s_here.key.size();
   const NodePlace place = node_place(c);
   result.local = agreed(c, [&] { return mgjoin::join(r_here.view(), s_here.view(), options_for_rank(options, place)); });
+  clock.mark("local_join");
   result.count = total_count(c, result.local.count);
+  clock.prepend_to(result.local.phases);
   return result;
 }
 

@@ -94,6 +94,21 @@ Received shuffle_table(const Comm& c, const std::vector<NamedColumnView>& column
   return here;
 }
 
+/// The key every rank samples and routes by (table::sort_key's order): the key column itself where it
+/// is one column of a key type (the host only reads it: nothing copied, nothing pinned), else the key
+/// columns packed.
+struct RoutingKey {
+  HostColumn packed;
+  ColumnView view;
+};
+
+RoutingKey routing_key(const table::KeyColumns& key, std::int64_t rows) {
+  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) return {HostColumn{}, key.columns[0]};
+  RoutingKey k{table::sort_key(key, rows), {}};
+  k.view = k.packed.view();
+  return k;
+}
+
 /// Turns a local gather map (rows of what this rank received; -1 for a missing side) into rows of the
 /// whole table.
 void to_global_rows(HostColumn& map, const HostColumn& global) {
@@ -113,6 +128,7 @@ DistributedTableResult join_tables(const TableView& left, const TableView& right
 
 DistributedTableResult detail::join_tables_ranks(const TableView& left, const TableView& right, const TableJoinOptions& options,
                                                  const Comm& c, const NcclRows* nccl) {
+  StepClock clock;
   const table::JoinColumns cols = agreed(c, [&] {
     check_rank_count(c);
     return table::join_columns(left, right, options);
@@ -124,19 +140,22 @@ DistributedTableResult detail::join_tables_ranks(const TableView& left, const Ta
                         "its tables' key or payload columns (names or types) differ from rank 0's");
 
   const auto [left_key, right_key] = agreed(c, [&] {
-    return std::pair{table::sort_key(cols.left_key, left.rows()), table::sort_key(cols.right_key, right.rows())};
+    return std::pair{routing_key(cols.left_key, left.rows()), routing_key(cols.right_key, right.rows())};
   });
+  clock.mark("check");
   const std::vector<std::int64_t> left_rows = all_gather(c, left.rows()), right_rows = all_gather(c, right.rows());
-  const copart::KeySample left_sample = global_sample(c, left_key.view(), left_rows);
-  const copart::KeySample right_sample = global_sample(c, right_key.view(), right_rows);
+  const copart::KeySample left_sample = global_sample(c, left_key.view, left_rows);
+  const copart::KeySample right_sample = global_sample(c, right_key.view, right_rows);
   const copart::PartitionPlan plan =
       agreed(c, [&] { return plan_for_kind(copart::choose_plan(left_sample, right_sample, c.size), options.how); });
 
+  clock.mark("plan");
   const bool maps = options.output == TableOutput::GatherMaps;
-  Received left_here = shuffle_table(c, left_travel, left_key.view(), Side::R, plan, first_row(c, left_rows), maps, nccl);
-  Received right_here = shuffle_table(c, right_travel, right_key.view(), Side::S, plan, first_row(c, right_rows),
+  Received left_here = shuffle_table(c, left_travel, left_key.view, Side::R, plan, first_row(c, left_rows), maps, nccl);
+  Received right_here = shuffle_table(c, right_travel, right_key.view, Side::S, plan, first_row(c, right_rows),
                                       maps && outputs_right_columns(options.how), nccl);
 
+  clock.mark("shuffle");
   DistributedTableResult result;
   result.ranks = c.size;
   result.left_received = left_here.columns.front().column.size();
@@ -156,7 +175,9 @@ DistributedTableResult detail::join_tables_ranks(const TableView& left, const Ta
     }
     return res;
   });
+  clock.mark("local_join");
   result.count = total_count(c, result.local.count);
+  clock.prepend_to(result.local.join.phases);
   return result;
 }
 

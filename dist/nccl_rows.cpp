@@ -139,7 +139,7 @@ void NcclRows::exchange(const Comm& c, const Outbound& out, const std::vector<st
   auto* to = static_cast<std::byte*>(in.data());
   // This rank's own rows do not leave the host.
   if (out.rows[self] > 0)
-    std::memcpy(to + recv_at[self] * width, out.bytes.data() + send_at[self] * width,
+    std::memcpy(to + recv_at[self] * width, out.bytes.get() + send_at[self] * width,
                 static_cast<std::size_t>(out.rows[self] * width));
   std::int64_t longest = 0;
   for (std::size_t d = 0; d < peers; ++d)
@@ -157,7 +157,7 @@ void NcclRows::exchange(const Comm& c, const Outbound& out, const std::vector<st
   for (std::int64_t first = 0; first < longest; first += q) {
     for (std::size_t d = 0; d < peers; ++d)
       if (const std::int64_t n = rows_at(out.rows[d], first); d != self && n > 0)
-        MGJOIN_CUDA_TRY(cudaMemcpyAsync(b.send.data() + d * slot, out.bytes.data() + (send_at[d] + first) * width,
+        MGJOIN_CUDA_TRY(cudaMemcpyAsync(b.send.data() + d * slot, out.bytes.get() + (send_at[d] + first) * width,
                                         static_cast<std::size_t>(n * width), cudaMemcpyHostToDevice, b.stream));
     MGJOIN_NCCL_TRY(ncclGroupStart());
     for (std::size_t d = 0; d < peers; ++d) {
