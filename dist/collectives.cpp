@@ -162,6 +162,7 @@ HostColumn exchange(const Comm& c, const Outbound& out, DType type, const NcclRo
   std::vector<std::int64_t> in_rows(static_cast<std::size_t>(c.size));
   MPI_Alltoall(out.rows.data(), 1, MPI_INT64_T, in_rows.data(), 1, MPI_INT64_T, c.comm);
   HostColumn in = agreed(c, [&] {
+    MGJOIN_EXPECTS(!nccl || !nccl->aborted(), "the rows between ranks over an NCCL communicator that a failed exchange aborted");
     return HostColumn::allocate(type, std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0}));
   });
   if (nccl) {

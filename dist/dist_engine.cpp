@@ -9,9 +9,20 @@ namespace mgjoin::dist {
 using namespace detail;
 
 Engine::Engine(MPI_Comm comm, RankExchange exchange) : comm_(comm) {
-  if (exchange != RankExchange::Nccl) return;
+  if (exchange == RankExchange::Mpi) return;
   const Comm c(comm);
   const NodePlace place = node_place(c);
+  if (exchange == RankExchange::Auto) {
+    int mine = 1;
+    try {
+      default_rank_gpu(place);
+    } catch (const InputError&) {
+      mine = 0;
+    }
+    int every = 0;
+    MPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_MIN, c.comm);
+    if (!every) return;
+  }
   const int device = agreed(c, [&] { return default_rank_gpu(place); });
   nccl_ = NcclRows::create(c, device);
 }

@@ -44,12 +44,13 @@ class DeviceBytes {
   void* data_ = nullptr;
 };
 
+}  // namespace
+
+/// One exchange's device buffers and stream.
 struct RoundBuffers {
   DeviceBytes send, receive;
   gpu::Stream stream;
 };
-
-}  // namespace
 
 double nccl_timeout_seconds(const char* text) {
   if (!text || !*text) return 600;
@@ -89,6 +90,7 @@ std::unique_ptr<NcclRows> NcclRows::create(const Comm& c, int device) {
 
 std::unique_ptr<NcclRows> NcclRows::adopt(const Comm& c, ncclComm_t comm) {
   int device = -1;
+  // The checks first, on every rank: ncclCommSplit below is collective over the caller's communicator.
   const double timeout = agreed(c, [&] {
     MGJOIN_INPUT_EXPECTS(comm != nullptr, "dist::Engine: the NCCL communicator is null");
     int count = 0, rank = -1;
@@ -100,13 +102,31 @@ std::unique_ptr<NcclRows> NcclRows::adopt(const Comm& c, ncclComm_t comm) {
                              " is not the MPI communicator's rank " + std::to_string(c.rank) + " of " + std::to_string(c.size));
     return nccl_timeout_seconds(std::getenv("MGJOIN_NCCL_TIMEOUT"));
   });
-  std::unique_ptr<NcclRows> rows(new NcclRows(comm, device, false));
+  // A communicator of our own over the same ranks and device: a timeout aborts it, never the caller's.
+  ncclComm_t own = nullptr;
+  try {
+    agreed(c, [&] {
+      gpu::DeviceGuard guard(device);
+      MGJOIN_NCCL_TRY(ncclCommSplit(comm, 0, c.rank, &own, nullptr));
+      return 0;
+    });
+  } catch (...) {
+    if (own) ncclCommAbort(own);
+    throw;
+  }
+  std::unique_ptr<NcclRows> rows(new NcclRows(own, device, true));
   rows->timeout_ = timeout;
   return rows;
 }
 
 NcclRows::~NcclRows() {
-  if (owned_ && !aborted_) ncclCommDestroy(comm_);
+  if (!owned_ || aborted_) return;
+  // After an exchange that did not complete, operations may still wait on peers: destroying would wait
+  // with them, aborting does not.
+  if (dirty_)
+    ncclCommAbort(comm_);
+  else
+    ncclCommDestroy(comm_);
 }
 
 void NcclRows::wait(cudaStream_t stream) const {
@@ -131,7 +151,6 @@ void NcclRows::wait(cudaStream_t stream) const {
 
 void NcclRows::exchange(const Comm& c, const Outbound& out, const std::vector<std::int64_t>& in_rows, int width,
                         HostColumn& in) const {
-  MGJOIN_EXPECTS(!aborted_, "an exchange over an aborted NCCL communicator");
   const auto peers = static_cast<std::size_t>(c.size), self = static_cast<std::size_t>(c.rank);
   std::vector<std::int64_t> send_at(peers), recv_at(peers);
   std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), std::int64_t{0});
@@ -152,6 +171,21 @@ void NcclRows::exchange(const Comm& c, const Outbound& out, const std::vector<st
   RoundBuffers b = agreed(c, [&] {
     return RoundBuffers{DeviceBytes(device_, peers * slot), DeviceBytes(device_, peers * slot), gpu::Stream(device_)};
   });
+  // The rounds in one agreed step: a rank whose wait timed out (or failed) aborts its communicator, so
+  // the ranks that wait on it time out too, and all of them throw RankError together.
+  agreed(c, [&] {
+    rounds(c, out, in_rows, width, in, send_at, recv_at, longest, q, b);
+    return 0;
+  });
+}
+
+void NcclRows::rounds(const Comm& c, const Outbound& out, const std::vector<std::int64_t>& in_rows, int width, HostColumn& in,
+                      const std::vector<std::int64_t>& send_at, const std::vector<std::int64_t>& recv_at,
+                      std::int64_t longest, std::int64_t q, RoundBuffers& b) const {
+  const auto peers = static_cast<std::size_t>(c.size), self = static_cast<std::size_t>(c.rank);
+  const std::size_t slot = static_cast<std::size_t>(q * width);
+  auto* to = static_cast<std::byte*>(in.data());
+  dirty_ = true;
   gpu::DeviceGuard guard(device_);
   const auto rows_at = [&](std::int64_t rows, std::int64_t first) { return std::clamp<std::int64_t>(rows - first, 0, q); };
   for (std::int64_t first = 0; first < longest; first += q) {
@@ -159,16 +193,20 @@ void NcclRows::exchange(const Comm& c, const Outbound& out, const std::vector<st
       if (const std::int64_t n = rows_at(out.rows[d], first); d != self && n > 0)
         MGJOIN_CUDA_TRY(cudaMemcpyAsync(b.send.data() + d * slot, out.bytes.get() + (send_at[d] + first) * width,
                                         static_cast<std::size_t>(n * width), cudaMemcpyHostToDevice, b.stream));
+    // The group always ends (an error inside it would leave this thread's later NCCL calls grouped).
     MGJOIN_NCCL_TRY(ncclGroupStart());
-    for (std::size_t d = 0; d < peers; ++d) {
+    ncclResult_t queued = ncclSuccess;
+    for (std::size_t d = 0; d < peers && queued == ncclSuccess; ++d) {
       if (d == self) continue;
       const int peer = static_cast<int>(d);
       if (const std::int64_t n = rows_at(out.rows[d], first); n > 0)
-        MGJOIN_NCCL_TRY(ncclSend(b.send.data() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b.stream));
-      if (const std::int64_t n = rows_at(in_rows[d], first); n > 0)
-        MGJOIN_NCCL_TRY(ncclRecv(b.receive.data() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b.stream));
+        queued = ncclSend(b.send.data() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b.stream);
+      if (const std::int64_t n = rows_at(in_rows[d], first); n > 0 && queued == ncclSuccess)
+        queued = ncclRecv(b.receive.data() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b.stream);
     }
-    MGJOIN_NCCL_TRY(ncclGroupEnd());
+    const ncclResult_t ended = ncclGroupEnd();
+    MGJOIN_NCCL_TRY(queued);
+    MGJOIN_NCCL_TRY(ended);
     wait(b.stream);  // before the copies out: a copy into pageable memory would block without a bound
     for (std::size_t s = 0; s < peers; ++s)
       if (const std::int64_t n = rows_at(in_rows[s], first); s != self && n > 0)
@@ -176,6 +214,7 @@ void NcclRows::exchange(const Comm& c, const Outbound& out, const std::vector<st
                                         static_cast<std::size_t>(n * width), cudaMemcpyDeviceToHost, b.stream));
     b.stream.synchronize();
   }
+  dirty_ = false;
 }
 
 }  // namespace mgjoin::dist::detail

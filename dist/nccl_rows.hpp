@@ -10,8 +10,10 @@
 //           receive buffer ── D2H ─► the rows every rank sent rank i, rank by rank (host)
 //
 // A rank's own rows are copied on the host. NCCL waits are bounded: the stream is polled, and after
-// MGJOIN_NCCL_TIMEOUT seconds without completion (default 600) the communicator is aborted and the
-// exchange throws, so that a rank stuck in NCCL ends instead of holding the job.
+// MGJOIN_NCCL_TIMEOUT seconds without completion (default 600) the communicator is aborted; the ranks
+// waiting on that rank then time out too, and the rounds, one agreed step, end with every rank throwing
+// RankError. Not bounded: ncclCommInitRank and the connections ncclGroupEnd sets up with a peer on the
+// first exchange, which wait for a peer that never comes (the launcher ends a job whose rank died).
 #include "dist/collectives.hpp"
 
 #include <nccl.h>
@@ -19,6 +21,8 @@
 #include <memory>
 
 namespace mgjoin::dist::detail {
+
+struct RoundBuffers;
 
 class NcclRows {
  public:
@@ -28,8 +32,9 @@ class NcclRows {
   /// A communicator over c's ranks on `device` (collective over c; the ranks agree on whether it was
   /// made everywhere). @throw RankError when any rank fails.
   static std::unique_ptr<NcclRows> create(const Comm& c, int device);
-  /// The caller's communicator (kept by the caller), on the device it was made on; its size and rank
-  /// must be c's (collective). @throw RankError when they differ on any rank.
+  /// A communicator split off the caller's (ncclCommSplit: the same ranks and device; the caller's is
+  /// never aborted or destroyed here); its size and rank must be c's (collective).
+  /// @throw RankError when they differ on any rank.
   static std::unique_ptr<NcclRows> adopt(const Comm& c, ncclComm_t comm);
 
   ~NcclRows();
@@ -38,6 +43,8 @@ class NcclRows {
 
   int device() const { return device_; }
   ncclComm_t comm() const { return comm_; }
+  /// Whether a timeout or an NCCL error aborted the communicator: no exchange runs on it any more.
+  bool aborted() const { return aborted_; }
 
   /// Moves `out`'s rows to their ranks and fills `in` (rows of `width` bytes; `in_rows` from each rank,
   /// laid out rank by rank) (collective; the buffers are taken in an agreed step first).
@@ -48,12 +55,17 @@ class NcclRows {
   NcclRows(ncclComm_t comm, int device, bool owned) : comm_(comm), device_(device), owned_(owned) {}
   /// Waits for `stream`, polling NCCL's asynchronous errors; aborts the communicator past the timeout.
   void wait(cudaStream_t stream) const;
+  /// The exchange's rounds through `b` (one agreed step of exchange()).
+  void rounds(const Comm& c, const Outbound& out, const std::vector<std::int64_t>& in_rows, int width, HostColumn& in,
+              const std::vector<std::int64_t>& send_at, const std::vector<std::int64_t>& recv_at, std::int64_t longest,
+              std::int64_t q, RoundBuffers& b) const;
 
   ncclComm_t comm_;
   int device_;
   bool owned_;
   double timeout_ = 600;
   mutable bool aborted_ = false;  ///< by wait(): the communicator is gone
+  mutable bool dirty_ = false;    ///< an exchange began and did not complete: abort, not destroy, at the end
 };
 
 /// Seconds an NCCL wait may take: MGJOIN_NCCL_TIMEOUT (a positive number), 600 by default.

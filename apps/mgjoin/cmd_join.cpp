@@ -502,7 +502,7 @@ void add_join_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--rank-exchange", a->rank_exchange,
                   "under an MPI launcher, how rows travel between ranks: mpi (host memory), nccl (GPU to GPU), or "
-                  "auto (nccl where every rank has a GPU and --gpus is not 0)")
+                  "auto (nccl where every rank has a GPU of its own and --gpus is not 0)")
       ->capture_default_str();
   cmd->add_option("--output", a->output,
                   "columns (key.npy, r.<name>.npy, s.<name>.npy, r.valid.npy/s.valid.npy for outer joins), maps "

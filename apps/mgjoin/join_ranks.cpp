@@ -143,11 +143,11 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
       s = read_slice(q.right, q.right_rows, rank, ranks);
     });
     test_kill_point(rank, "read");
-    // Over NCCL where asked, or (auto) where every rank joins on a GPU.
-    int every_rank_has_gpus = q.options.join.gpus != 0 && gpu::device_count() > 0;
-    MPI_Allreduce(MPI_IN_PLACE, &every_rank_has_gpus, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    const bool nccl = q.rank_exchange == "nccl" || (q.rank_exchange == "auto" && every_rank_has_gpus);
-    const dist::Engine engine(MPI_COMM_WORLD, nccl ? dist::RankExchange::Nccl : dist::RankExchange::Mpi);
+    // Over NCCL where asked, or (auto) where the ranks join on GPUs and each has one of its own.
+    const dist::RankExchange exchange = q.rank_exchange == "nccl" ? dist::RankExchange::Nccl
+                                        : q.rank_exchange == "mpi" || q.options.join.gpus == 0 ? dist::RankExchange::Mpi
+                                                                                               : dist::RankExchange::Auto;
+    const dist::Engine engine(MPI_COMM_WORLD, exchange);
     const auto t_join = std::chrono::steady_clock::now();
     const double read_s = seconds_between(t_read, t_join);
     const dist::DistributedTableResult result = engine.join_tables(r.view, s.view, q.options);
@@ -205,7 +205,7 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
       j["count"] = result.count;
       j["how"] = join_kind_name(q.options.how);
       j["ranks"] = ranks;
-      j["rank_exchange"] = nccl ? "nccl" : "mpi";
+      j["rank_exchange"] = engine.exchange() == dist::RankExchange::Nccl ? "nccl" : "mpi";
       j["read_seconds"] = read_s;
       j["write_seconds"] = write_s;
       j["output_files"] = outputs;

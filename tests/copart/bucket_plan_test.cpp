@@ -304,6 +304,11 @@ TEST(PlanResident, AForcedShareThatDoesNotFitIsRefusedWithItsReason) {
   const BucketPlan p = plan_for(r, s, 1, 112ull << 20, 0, OutputMode::Count, Residency{0.6});
   EXPECT_FALSE(p.fits);
   EXPECT_NE(p.reason.find("not bucketed with resident groups: a resident group of"), std::string::npos) << p.reason;
+  // Resident groups on 16 GPUs beside a host group pass the 16 groups a plan cuts: refused, not thrown.
+  const BucketPlan wide = plan_for(r, s, 16, 8ull << 30, 0, OutputMode::Count, Residency{0.3});
+  EXPECT_FALSE(wide.fits);
+  EXPECT_NE(wide.reason.find("16 resident groups beside 1 host group(s) pass the 16 groups a plan cuts"), std::string::npos)
+      << wide.reason;
   // The planner's own choice at that memory: a share small enough, or none.
   const BucketPlan chosen = plan_for(r, s, 1, 112ull << 20, 0, OutputMode::Count, Residency{});
   EXPECT_TRUE(chosen.fits) << chosen.reason;

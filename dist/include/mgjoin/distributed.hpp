@@ -99,6 +99,7 @@ DistributedTableResult join_tables(const TableView& left, const TableView& right
 enum class RankExchange {
   Mpi,   ///< host memory, MPI_Alltoallv
   Nccl,  ///< each rank's GPU, grouped ncclSend/ncclRecv
+  Auto,  ///< Nccl where every rank has a GPU of its own on its node, else Mpi
 };
 
 namespace detail {

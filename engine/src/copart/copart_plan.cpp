@@ -335,6 +335,11 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
   std::string resident_why;
   for (const double share : resident_shares(residency, p, r, s, gpus, device_bytes)) {
     const int resident = share > 0 ? gpus : 0;
+    if (resident && (groups ? groups : 1) + resident > kMaxBucketGroups) {  // the partition kernels' destinations
+      resident_why = std::to_string(resident) + " resident groups beside " + std::to_string(groups ? groups : 1) +
+                     " host group(s) pass the " + std::to_string(kMaxBucketGroups) + " groups a plan cuts";
+      continue;
+    }
     // The resident groups' bounds hardly depend on how the rest is cut: try them with one host group
     // first (cheap), then again with the host groups chosen.
     if (resident) {
@@ -359,6 +364,11 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
         !residents_fit(p, r_sample, s_sample, r, s, output, device_bytes, scratch, resident_pinned, resident_why))
       p.fits = false;
     if (p.fits || residency.share > 0) break;
+  }
+  if (p.sizes.bound[0].size() != static_cast<std::size_t>(p.groups.gpus)) {  // no shape was possible (forced)
+    p.fits = false;
+    p.reason = "not bucketed with resident groups: " + resident_why;
+    return p;
   }
   if (!p.resident) p.resident_bytes = 0;
   for (int side = 0; side < 2; ++side)
