@@ -389,14 +389,17 @@ void check_out_dir(const JoinArgs& a, const TableSource& r, const TableSource& s
       }
 }
 
-/// The files of one side that every rank reads its rows of.
-std::vector<RankColumn> rank_columns(const TableSource& src, bool payloads, const std::string& dir_opt) {
+/// The files of one side that every rank reads its rows of (of a table in parts, every part's file and
+/// its rows: a rank's rows may span parts).
+std::vector<RankColumn> rank_columns(const TableSource& src, bool payloads) {
   std::vector<RankColumn> out;
   for (const ColumnSource* c : needed_columns(src, payloads)) {
-    MGJOIN_INPUT_EXPECTS(c->parts.empty(), dir_opt + " " + c->path.parent_path().parent_path().string() +
-                                               ": a table in parts is read by one process; under mpirun give a "
-                                               "directory of whole column files");
-    out.push_back({c->name, c->path.string(), c->raw_type});
+    RankColumn column{c->name, c->path.string(), c->raw_type, {}, {}};
+    for (const fs::path& part : c->parts) {
+      column.parts.push_back(part.string());
+      column.part_rows.push_back(inspect_column_file(part, c->raw_type).size);
+    }
+    out.push_back(std::move(column));
   }
   return out;
 }
@@ -412,8 +415,8 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   q.options = join_options(a, form, r_src, s_src);
   q.options.join.progress = {};  // one bar per rank would interleave; rank 0 prints the summary
   const bool payloads = form == TableOutput::Columns;
-  q.left = rank_columns(r_src, payloads, "--r-dir");
-  q.right = rank_columns(s_src, payloads && outputs_right_columns(q.options.how), "--s-dir");
+  q.left = rank_columns(r_src, payloads);
+  q.right = rank_columns(s_src, payloads && outputs_right_columns(q.options.how));
   q.left_rows = r_src.columns.front().info.size;  // every column's, checked by resolve_inputs
   q.right_rows = s_src.columns.front().info.size;
   q.out_dir = a.out_dir;

@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -69,19 +70,43 @@ class MpiSession {
   bool owned_ = false;
 };
 
-/// This rank's slice of one table: rows [n·rank/ranks, n·(rank + 1)/ranks) of each of its column files,
+/// This rank's slice of one table: rows [n·rank/ranks, n·(rank + 1)/ranks) of each of its columns,
 /// which have n rows each.
 struct Slice {
   std::vector<HostColumn> columns;
   TableView view;
 };
+
+/// Rows [first, last) of a column: of its file, or of its parts read as one column (the pieces of the
+/// parts the rows span, one after another). Pageable: the slices only cross between ranks; what a
+/// rank's GPUs copy is what it receives.
+HostColumn read_rows(const RankColumn& c, std::int64_t first, std::int64_t last) {
+  if (c.parts.empty()) return read_column_rows(c.path, first, last - first, c.raw_type, MemoryKind::Pageable);
+  std::vector<HostColumn> pieces;
+  std::int64_t start = 0, rows = 0;  // the part's first row in the whole column
+  for (std::size_t p = 0; p < c.parts.size(); start += c.part_rows[p], ++p) {
+    const std::int64_t lo = std::max(first, start), hi = std::min(last, start + c.part_rows[p]);
+    if (lo >= hi) continue;
+    pieces.push_back(read_column_rows(c.parts[p], lo - start, hi - lo, c.raw_type, MemoryKind::Pageable));
+    rows += hi - lo;
+  }
+  if (pieces.size() == 1) return std::move(pieces.front());
+  const DType type = pieces.empty() ? inspect_column_file(c.parts.front(), c.raw_type).type : pieces.front().type();
+  HostColumn whole = HostColumn::allocate(type, rows);
+  std::size_t at = 0;
+  for (const HostColumn& piece : pieces) {
+    std::memcpy(whole.as<std::byte>() + at, piece.data(), piece.bytes());
+    at += piece.bytes();
+  }
+  return whole;
+}
+
 Slice read_slice(const std::vector<RankColumn>& columns, std::int64_t n, int rank, int ranks) {
   Slice s;
   const std::int64_t first = n * rank / ranks, last = n * (rank + 1) / ranks;
   s.columns.reserve(columns.size());
   for (const RankColumn& c : columns) {
-    // Pageable: the slices only cross MPI; what a rank's GPUs copy is what it receives.
-    s.columns.push_back(read_column_rows(c.path, first, last - first, c.raw_type, MemoryKind::Pageable));
+    s.columns.push_back(read_rows(c, first, last));
     s.view.columns.push_back({c.name, s.columns.back().view()});
   }
   return s;

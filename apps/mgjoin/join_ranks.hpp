@@ -1,6 +1,7 @@
 #pragma once
 // `mgjoin join` started by an MPI launcher (`mpirun -np N mgjoin join ...`, `srun --mpi=pmix ...`): every
-// rank reads its slice of each input column file (rows [n·i/N, n·(i+1)/N) of rank i), the ranks join the
+// rank reads its slice of each input column (rows [n·i/N, n·(i+1)/N) of rank i, of a whole file or across
+// the parts of a table in parts, which need not number N), the ranks join the
 // tables through libmgjoin_dist (dist::join_tables in <mgjoin/distributed.hpp>), rank 0 alone prints the
 // count or summary, and an output is written per rank as part directories (`part-<i>/` holding the files
 // one process writes: `key.npy`, `r.<name>.npy`, ..., or `r.row.npy` and `s.row.npy` for gather maps)
@@ -8,6 +9,7 @@
 #include <mgjoin/table.hpp>
 #include <mgjoin/types.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,10 +21,13 @@ namespace mgjoin::cli {
 /// Slurm's world size in the environment).
 bool launched_as_ranks();
 
-/// One column every rank reads its rows of: its name in the table, its file and, for a raw file, its dtype.
+/// One column every rank reads its rows of: its name in the table, its file and, for a raw file, its dtype;
+/// for a table in parts, its file in every part with each part's rows (the parts read as one column).
 struct RankColumn {
   std::string name, path;
   std::optional<DType> raw_type;
+  std::vector<std::string> parts;
+  std::vector<std::int64_t> part_rows;
 };
 
 /// What one `mgjoin join` across ranks asks for (checked: the files' headers agree in length and types).
