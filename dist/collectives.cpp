@@ -126,9 +126,9 @@ std::int64_t round_rows(int ranks, int width) {
 /// The exchange in rounds: each round, every pair of ranks moves at most `q` rows through staging
 /// buffers of q rows per peer, so that MPI's int counts and displacements stay small however many rows
 /// there are in all.
-void exchange_in_rounds(const Comm& c, const Outbound& out, const std::vector<std::int64_t>& in_rows,
-                        const std::vector<std::int64_t>& send_at, const std::vector<std::int64_t>& recv_at, int width,
-                        std::int64_t q, HostColumn& in) {
+void exchange_in_rounds(const Comm& c, const Outbound& out, const ExchangeLayout& layout, int width, std::int64_t q,
+                        HostColumn& in) {
+  const auto& [in_rows, send_at, recv_at] = layout;
   std::int64_t longest = 0;
   for (int d = 0; d < c.size; ++d)
     longest = std::max({longest, out.rows[static_cast<std::size_t>(d)], in_rows[static_cast<std::size_t>(d)]});
@@ -159,24 +159,25 @@ void exchange_in_rounds(const Comm& c, const Outbound& out, const std::vector<st
 
 HostColumn exchange(const Comm& c, const Outbound& out, DType type, const NcclRows* nccl) {
   const int width = static_cast<int>(dtype_size(type));
-  std::vector<std::int64_t> in_rows(static_cast<std::size_t>(c.size));
+  ExchangeLayout layout{std::vector<std::int64_t>(static_cast<std::size_t>(c.size)), std::vector<std::int64_t>(out.rows.size()),
+                        std::vector<std::int64_t>(static_cast<std::size_t>(c.size))};
+  auto& [in_rows, send_at, recv_at] = layout;
   MPI_Alltoall(out.rows.data(), 1, MPI_INT64_T, in_rows.data(), 1, MPI_INT64_T, c.comm);
-  HostColumn in = agreed(c, [&] {
-    MGJOIN_EXPECTS(!nccl || !nccl->aborted(), "the rows between ranks over an NCCL communicator that a failed exchange aborted");
-    return HostColumn::allocate(type, std::accumulate(in_rows.begin(), in_rows.end(), std::int64_t{0}));
-  });
-  if (nccl) {
-    nccl->exchange(c, out, in_rows, width, in);
-    return in;
-  }
-  std::vector<std::int64_t> send_at(out.rows.size()), recv_at(in_rows.size());
   std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), std::int64_t{0});
   std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), std::int64_t{0});
+  HostColumn in = agreed(c, [&] {
+    MGJOIN_EXPECTS(!nccl || !nccl->aborted(), "the rows between ranks over an NCCL communicator that a failed exchange aborted");
+    return HostColumn::allocate(type, recv_at.back() + in_rows.back());
+  });
+  if (nccl) {
+    nccl->exchange(c, out, layout, width, in);
+    return in;
+  }
   // One MPI_Alltoallv where every rank's counts and displacements fit its ints; rounds otherwise.
   std::int64_t most = std::max(send_at.back() + out.rows.back(), recv_at.back() + in_rows.back());
   MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, c.comm);
   if (const std::int64_t forced = test_round_rows(); most > INT_MAX || forced > 0) {
-    exchange_in_rounds(c, out, in_rows, send_at, recv_at, width, forced > 0 ? forced : round_rows(c.size, width), in);
+    exchange_in_rounds(c, out, layout, width, forced > 0 ? forced : round_rows(c.size, width), in);
     return in;
   }
   const RowType row(width);

@@ -100,6 +100,12 @@ void expect_layout_of_root(const Comm& c, const std::string& layout, const std::
 
 class NcclRows;
 
+/// Where an exchange's rows lie: the rows each rank sends this one, where each destination's rows start
+/// in the Outbound, and where each source's rows start in the column received.
+struct ExchangeLayout {
+  std::vector<std::int64_t> in_rows, send_at, recv_at;
+};
+
 /// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
 /// one, rank by rank: through host memory over MPI, or through the ranks' GPUs over `nccl` when given
 /// (nccl_rows.hpp). The column is taken in an agreed step between the two collectives: a rank that

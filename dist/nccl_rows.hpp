@@ -22,8 +22,6 @@
 
 namespace mgjoin::dist::detail {
 
-struct RoundBuffers;
-
 class NcclRows {
  public:
   /// Most bytes of one round's send (and receive) buffer on the GPU.
@@ -46,24 +44,18 @@ class NcclRows {
   /// Whether a timeout or an NCCL error aborted the communicator: no exchange runs on it any more.
   bool aborted() const { return aborted_; }
 
-  /// Moves `out`'s rows to their ranks and fills `in` (rows of `width` bytes; `in_rows` from each rank,
-  /// laid out rank by rank) (collective; the buffers are taken in an agreed step first).
-  void exchange(const Comm& c, const Outbound& out, const std::vector<std::int64_t>& in_rows, int width,
-                HostColumn& in) const;
+  /// Moves `out`'s rows to their ranks and fills `in` (rows of `width` bytes, laid out as `layout` says)
+  /// (collective; the buffers are taken in an agreed step first).
+  void exchange(const Comm& c, const Outbound& out, const ExchangeLayout& layout, int width, HostColumn& in) const;
 
  private:
-  NcclRows(ncclComm_t comm, int device, bool owned) : comm_(comm), device_(device), owned_(owned) {}
+  NcclRows(ncclComm_t comm, int device, double timeout) : comm_(comm), device_(device), timeout_(timeout) {}
   /// Waits for `stream`, polling NCCL's asynchronous errors; aborts the communicator past the timeout.
   void wait(cudaStream_t stream) const;
-  /// The exchange's rounds through `b` (one agreed step of exchange()).
-  void rounds(const Comm& c, const Outbound& out, const std::vector<std::int64_t>& in_rows, int width, HostColumn& in,
-              const std::vector<std::int64_t>& send_at, const std::vector<std::int64_t>& recv_at, std::int64_t longest,
-              std::int64_t q, RoundBuffers& b) const;
 
-  ncclComm_t comm_;
+  ncclComm_t comm_;  ///< this object's own (made here or split off the caller's)
   int device_;
-  bool owned_;
-  double timeout_ = 600;
+  double timeout_;
   mutable bool aborted_ = false;  ///< by wait(): the communicator is gone
   mutable bool dirty_ = false;    ///< an exchange began and did not complete: abort, not destroy, at the end
 };

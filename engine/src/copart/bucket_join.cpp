@@ -103,7 +103,6 @@ class Resident {
                    "one resident group per GPU");
     for (int k = 0; k < plan.resident; ++k) {
       GpuPart& gpu = gpus_.emplace_back();
-      gpu.device = ctx.devices[k];
       gpu.context = {ctx.devices.subspan(k, 1), ctx.device_memory.subspan(k, 1), ctx.pinned.subspan(k, 1), ctx.exchange,
                      ctx.comms};
       for (int side = 0; side < 2; ++side) {
@@ -119,7 +118,7 @@ class Resident {
   }
 
   int gpus() const { return static_cast<int>(gpus_.size()); }
-  int device(int k) const { return gpus_[k].device; }
+  int device(int k) const { return gpus_[k].context.devices[0]; }
   /// GPU k's stacks alone: its group's one-GPU flow runs on them.
   const CopartContext& context(int k) const { return gpus_[k].context; }
 
@@ -156,7 +155,7 @@ class Resident {
     const auto width = static_cast<std::size_t>(dtype_size(v.key.type));
     const std::size_t stride = static_cast<std::size_t>(rows / m) * width;
     HostColumn keys = HostColumn::allocate(v.key.type, m);
-    gpu::DeviceGuard guard(gpus_[k].device);
+    gpu::DeviceGuard guard(device(k));
     MGJOIN_CUDA_TRY(cudaMemcpy2D(keys.data(), width, v.key.data, stride, width, static_cast<std::size_t>(m), cudaMemcpyDeviceToHost));
     KeySample sample = sample_keys(ColumnView{keys.data(), m, v.key.type}, m);
     sample.rows = rows;
@@ -169,8 +168,7 @@ class Resident {
     DeviceBuffer keys, payload;  // (payload freed first: the stack takes any order, but so it is LIFO)
   };
   struct GpuPart {
-    int device = 0;
-    CopartContext context;
+    CopartContext context;  ///< GPU k alone
     std::array<Part, 2> side;
   };
   int host_groups_;
@@ -241,9 +239,8 @@ class Pass1 {
 
   std::uint64_t bytes_in() const { return bytes_in_; }
   std::uint64_t bytes_out() const { return bytes_out_; }
-  /// Resident rows' bytes copied to another GPU, and kept on the one that partitioned them.
+  /// Resident rows' bytes copied to another GPU than the one that partitioned them.
   std::uint64_t bytes_nvlink() const { return bytes_nvlink_; }
-  std::uint64_t bytes_kept() const { return bytes_kept_; }
 
  private:
   /// H2D of rows [first, first + rows) into the slot, then their partitioning, on the GPU's streams.
@@ -281,7 +278,7 @@ class Pass1 {
         const int to = resident_.device(k);
         MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(keys, to, keys_from, gpu.device, rows * w.key_bytes, gpu.d2h));
         if (payload) MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(payload, to, payload_from, gpu.device, rows * w.payload_bytes, gpu.d2h));
-        (to == gpu.device ? bytes_kept_ : bytes_nvlink_) += bytes;
+        if (to != gpu.device) bytes_nvlink_ += bytes;
         continue;
       }
       const auto [keys, payload] = buckets.append(q, rows, side == Side::R ? "R" : "S");
@@ -297,7 +294,7 @@ class Pass1 {
   std::uint64_t key_xor_;
   Resident& resident_;
   std::vector<Pass1Gpu> gpus_;
-  std::uint64_t bytes_in_ = 0, bytes_out_ = 0, bytes_nvlink_ = 0, bytes_kept_ = 0;
+  std::uint64_t bytes_in_ = 0, bytes_out_ = 0, bytes_nvlink_ = 0;
 };
 
 /// Pass 2's stacks when two groups are on the GPUs at once: per GPU, two device stacks over halves of

@@ -216,6 +216,7 @@ bool shape_groups(BucketPlan& p, const GroupShape& shape, const KeySample& r_sam
   const std::vector<double> shares = shape.shares();
   p.groups = choose_plan(r_sample, s_sample, shape.destinations(), {}, shares);
   p.resident = shape.resident;
+  p.resident_bytes = 0;  // (residents_fit sets it for these groups)
   p.sizes = estimate_sizes(p.groups, r_sample, s_sample);
   std::uint64_t most = 0;
   for (int g = 0; g < shape.host; ++g) {
@@ -370,7 +371,6 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
     p.reason = "not bucketed with resident groups: " + resident_why;
     return p;
   }
-  if (!p.resident) p.resident_bytes = 0;
   for (int side = 0; side < 2; ++side)
     for (int g = 0; g < p.host_groups(); ++g) {
       p.host_bytes += u64(p.sizes.bound[side][g]) * width(side == 0 ? p.r : p.s);
