@@ -128,7 +128,7 @@ std::int64_t round_rows(int ranks, int width) {
 /// there are in all.
 void exchange_in_rounds(const Comm& c, const Outbound& out, const ExchangeLayout& layout, int width, std::int64_t q,
                         HostColumn& in) {
-  const auto& [in_rows, send_at, recv_at] = layout;
+  const auto& [out_rows, in_rows, send_at, recv_at] = layout;
   std::int64_t longest = 0;
   for (int d = 0; d < c.size; ++d)
     longest = std::max({longest, out.rows[static_cast<std::size_t>(d)], in_rows[static_cast<std::size_t>(d)]});
@@ -157,17 +157,24 @@ void exchange_in_rounds(const Comm& c, const Outbound& out, const ExchangeLayout
 
 }  // namespace
 
+ExchangeLayout exchange_layout(const Comm& c, std::vector<std::int64_t> out_rows) {
+  const auto ranks = static_cast<std::size_t>(c.size);
+  ExchangeLayout layout{std::move(out_rows), std::vector<std::int64_t>(ranks), std::vector<std::int64_t>(ranks),
+                        std::vector<std::int64_t>(ranks)};
+  auto& [out, in_rows, send_at, recv_at] = layout;
+  MPI_Alltoall(out.data(), 1, MPI_INT64_T, in_rows.data(), 1, MPI_INT64_T, c.comm);
+  std::exclusive_scan(out.begin(), out.end(), send_at.begin(), std::int64_t{0});
+  std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), std::int64_t{0});
+  return layout;
+}
+
 HostColumn exchange(const Comm& c, const Outbound& out, DType type, const NcclRows* nccl) {
   const int width = static_cast<int>(dtype_size(type));
-  ExchangeLayout layout{std::vector<std::int64_t>(static_cast<std::size_t>(c.size)), std::vector<std::int64_t>(out.rows.size()),
-                        std::vector<std::int64_t>(static_cast<std::size_t>(c.size))};
-  auto& [in_rows, send_at, recv_at] = layout;
-  MPI_Alltoall(out.rows.data(), 1, MPI_INT64_T, in_rows.data(), 1, MPI_INT64_T, c.comm);
-  std::exclusive_scan(out.rows.begin(), out.rows.end(), send_at.begin(), std::int64_t{0});
-  std::exclusive_scan(in_rows.begin(), in_rows.end(), recv_at.begin(), std::int64_t{0});
+  const ExchangeLayout layout = exchange_layout(c, out.rows);
+  const auto& [out_rows, in_rows, send_at, recv_at] = layout;
   HostColumn in = agreed(c, [&] {
     MGJOIN_EXPECTS(!nccl || !nccl->aborted(), "the rows between ranks over an NCCL communicator that a failed exchange aborted");
-    return HostColumn::allocate(type, recv_at.back() + in_rows.back());
+    return HostColumn::allocate(type, layout.received());
   });
   if (nccl) {
     nccl->exchange(c, out, layout, width, in);
@@ -236,6 +243,12 @@ JoinOptions options_for_rank(const JoinOptions& options, NodePlace place) {
                            " GPU(s) each need " + std::to_string(place.size * each) + " GPUs; it has " + std::to_string(devices));
   local.gpu_ids.resize(static_cast<std::size_t>(each));
   std::iota(local.gpu_ids.begin(), local.gpu_ids.end(), place.rank * each);
+  return local;
+}
+
+JoinOptions options_for_engine(const JoinOptions& options) {
+  JoinOptions local = options;
+  static_cast<EngineOptions&>(local) = EngineOptions{};
   return local;
 }
 

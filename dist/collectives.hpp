@@ -5,6 +5,7 @@
 // a failure before the next collective; collectives run only between local steps (a rank that threw
 // inside one would leave the others waiting in it).
 #include <mgjoin/distributed.hpp>
+#include <mgjoin/engine.hpp>
 
 #include "engine/src/copart/partition_plan.hpp"
 #include "engine/src/copart/splitters.hpp"
@@ -100,11 +101,17 @@ void expect_layout_of_root(const Comm& c, const std::string& layout, const std::
 
 class NcclRows;
 
-/// Where an exchange's rows lie: the rows each rank sends this one, where each destination's rows start
-/// in the Outbound, and where each source's rows start in the column received.
+/// Where an exchange's rows lie: the rows this rank sends each rank and each rank sends this one, where
+/// each destination's rows start in what is sent (the Outbound), and where each source's rows start in
+/// what is received.
 struct ExchangeLayout {
-  std::vector<std::int64_t> in_rows, send_at, recv_at;
+  std::vector<std::int64_t> out_rows, in_rows, send_at, recv_at;
+  std::int64_t received() const { return recv_at.back() + in_rows.back(); }
 };
+
+/// The layout of an exchange in which this rank sends out_rows[d] rows to rank d, in rank order
+/// (collective: every rank learns what it is sent).
+ExchangeLayout exchange_layout(const Comm& c, std::vector<std::int64_t> out_rows);
 
 /// Sends each rank its rows of `out` and returns, in a column of `type`, the rows every rank sent this
 /// one, rank by rank: through host memory over MPI, or through the ranks' GPUs over `nccl` when given
@@ -151,12 +158,18 @@ JoinOptions options_for_rank(const JoinOptions& options, NodePlace place);
 /// @throw InputError when the node has no GPU for it.
 int default_rank_gpu(NodePlace place);
 
-/// dist::join and dist::join_tables over `c`, the rows travelling over `nccl` when given (the public
-/// functions and dist::Engine call these).
+/// dist::join and dist::join_tables over `c`, the rows travelling over `nccl` when given, each rank's
+/// local joins on `local` when given (else on an engine made for the call); on the ranks' GPUs whole
+/// where both are given and the join allows it (rank_gpus.hpp). The public functions and dist::Engine
+/// call these.
 DistributedResult join_ranks(RelationView r, RelationView s, const JoinOptions& options, const Comm& c,
-                             const NcclRows* nccl);
+                             const NcclRows* nccl, mgjoin::Engine* local);
 DistributedTableResult join_tables_ranks(const TableView& left, const TableView& right, const TableJoinOptions& options,
-                                         const Comm& c, const NcclRows* nccl);
+                                         const Comm& c, const NcclRows* nccl, mgjoin::Engine* local);
+
+/// The local join's options for `local`: options_for_rank's, with the EngineOptions part left at its
+/// default (the engine was made from it).
+JoinOptions options_for_engine(const JoinOptions& options);
 
 /// The ranks' counts added up (collective). @throw RankError on every rank when they reach 2^64.
 std::uint64_t total_count(const Comm& c, std::uint64_t mine);

@@ -3,6 +3,7 @@
 #include <mgjoin/distributed.hpp>
 
 #include "dist/collectives.hpp"
+#include "dist/rank_gpus.hpp"
 
 #include <mgjoin/engine.hpp>
 
@@ -43,11 +44,11 @@ void agree(MPI_Comm comm, const std::function<void()>& step) {
 }
 
 DistributedResult join(RelationView r, RelationView s, const JoinOptions& options, MPI_Comm comm) {
-  return join_ranks(r, s, options, Comm(comm), nullptr);
+  return join_ranks(r, s, options, Comm(comm), nullptr, nullptr);
 }
 
 DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinOptions& options, const Comm& c,
-                                     const NcclRows* nccl) {
+                                     const NcclRows* nccl, mgjoin::Engine* local) {
   StepClock clock;
   agreed(c, [&] {
     check_rank_count(c);
@@ -60,21 +61,39 @@ DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinO
   expect_layout_of_root(c, layout_of(r, s), "its slices' key or payload types differ from rank 0's");
 
   clock.mark("check");
+  // On the ranks' GPUs where they can: the slices start crossing to them before the plan is made.
+  std::unique_ptr<RankGpuJoin> on_gpus;
+  if (options.strategy != JoinStrategy::Paper && rank_gpus_can_join(c, r, s, options.output, local, nccl))
+    on_gpus = RankGpuJoin::start(c, *nccl, *local, r, s, options.output);
   const std::vector<std::int64_t> r_rows = all_gather(c, r.size()), s_rows = all_gather(c, s.size());
-  const copart::KeySample r_sample = global_sample(c, r.key, r_rows), s_sample = global_sample(c, s.key, s_rows);
-  const copart::PartitionPlan plan = agreed(c, [&] { return copart::choose_plan(r_sample, s_sample, c.size); });
+  RankPlan plan{{}, global_sample(c, r.key, r_rows), global_sample(c, s.key, s_rows), first_row(c, r_rows), first_row(c, s_rows)};
+  plan.partitions = agreed(c, [&] { return copart::choose_plan(plan.r_sample, plan.s_sample, c.size); });
 
   clock.mark("plan");
-  Relation r_here = shuffle(c, r, Side::R, plan, first_row(c, r_rows), nccl);
-  Relation s_here = shuffle(c, s, Side::S, plan, first_row(c, s_rows), nccl);
-
-  clock.mark("shuffle");
   DistributedResult result;
   result.ranks = c.size;
+  if (on_gpus)
+    if (std::optional<RankJoined> joined = on_gpus->finish(c, plan)) {
+      clock.mark("gpus");
+      result.local = std::move(joined->local);
+      result.r_rows = joined->r_rows;
+      result.s_rows = joined->s_rows;
+      result.count = total_count(c, result.local.count);
+      clock.prepend_to(result.local.phases);
+      return result;
+    }
+  on_gpus.reset();  // its GPU memory back before the host route's local join
+  Relation r_here = shuffle(c, r, Side::R, plan.partitions, plan.r_first, nccl);
+  Relation s_here = shuffle(c, s, Side::S, plan.partitions, plan.s_first, nccl);
+
+  clock.mark("shuffle");
   result.r_rows = r_here.key.size();
   result.s_rows = s_here.key.size();
   const NodePlace place = node_place(c);
-  result.local = agreed(c, [&] { return mgjoin::join(r_here.view(), s_here.view(), options_for_rank(options, place)); });
+  result.local = agreed(c, [&] {
+    return local ? local->join(r_here.view(), s_here.view(), options_for_engine(options))
+                 : mgjoin::join(r_here.view(), s_here.view(), options_for_rank(options, place));
+  });
   clock.mark("local_join");
   result.count = total_count(c, result.local.count);
   clock.prepend_to(result.local.phases);

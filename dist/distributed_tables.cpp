@@ -6,9 +6,12 @@
 #include <mgjoin/distributed.hpp>
 
 #include "dist/collectives.hpp"
+#include "dist/rank_gpus.hpp"
 #include "engine/src/table/table_keys.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -119,15 +122,52 @@ void to_global_rows(HostColumn& map, const HostColumn& global) {
     if (m[i] >= 0) m[i] = g[m[i]];
 }
 
+/// The relations under a join the co-partitioned flow runs whole, as join_tables carries them: an inner
+/// join of one 4- or 8-byte key column, counted, or its columns output with at most one chosen 4- or
+/// 8-byte payload column a side that are not late by request (std::nullopt for any other join).
+std::optional<std::pair<RelationView, RelationView>> carried(const table::JoinColumns& cols, const TableJoinOptions& o) {
+  const bool count = o.output == TableOutput::Count;
+  const auto one_key = [](const table::KeyColumns& k) { return k.columns.size() == 1 && is_key_dtype(k.columns[0].type); };
+  const auto carries = [&](const std::vector<NamedColumnView>& c) {
+    return count || c.empty() || (c.size() == 1 && (dtype_size(c[0].column.type) == 4 || dtype_size(c[0].column.type) == 8));
+  };
+  if (o.how != JoinKind::Inner || !(count || o.output == TableOutput::Columns) || !one_key(cols.left_key) ||
+      !one_key(cols.right_key) || !carries(cols.left_columns) || !carries(cols.right_columns) ||
+      (!count && o.materialization == Materialization::Late))
+    return std::nullopt;
+  // Read, never written: the flow leaves its inputs untouched.
+  const auto rel = [&](const table::KeyColumns& k, const std::vector<NamedColumnView>& c) {
+    const auto writable = [](const ColumnView& v) { return MutableColumnView{const_cast<void*>(v.data), v.size, v.type}; };
+    RelationView v{writable(k.columns[0]), std::nullopt};
+    if (!count && !c.empty()) v.payload = writable(c[0].column);
+    return v;
+  };
+  return std::pair{rel(cols.left_key, cols.left_columns), rel(cols.right_key, cols.right_columns)};
+}
+
+/// A carried join's table result (join_tables' names: "key", "r.<name>", "s.<name>").
+TableJoinResult carried_result(JoinResult joined, const table::JoinColumns& cols, const TableJoinOptions& o) {
+  TableJoinResult res;
+  res.count = joined.count;
+  if (o.output == TableOutput::Columns) {
+    res.materialization = "carried";
+    res.columns.push_back({"key", std::move(joined.key)});
+    if (!cols.left_columns.empty()) res.columns.push_back({"r." + cols.left_columns[0].name, std::move(joined.r_payload)});
+    if (!cols.right_columns.empty()) res.columns.push_back({"s." + cols.right_columns[0].name, std::move(joined.s_payload)});
+  }
+  res.join = std::move(joined);
+  return res;
+}
+
 }  // namespace
 
 DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options,
                                    MPI_Comm comm) {
-  return join_tables_ranks(left, right, options, Comm(comm), nullptr);
+  return join_tables_ranks(left, right, options, Comm(comm), nullptr, nullptr);
 }
 
 DistributedTableResult detail::join_tables_ranks(const TableView& left, const TableView& right, const TableJoinOptions& options,
-                                                 const Comm& c, const NcclRows* nccl) {
+                                                 const Comm& c, const NcclRows* nccl, mgjoin::Engine* engine) {
   StepClock clock;
   const table::JoinColumns cols = agreed(c, [&] {
     check_rank_count(c);
@@ -143,6 +183,12 @@ DistributedTableResult detail::join_tables_ranks(const TableView& left, const Ta
     return std::pair{routing_key(cols.left_key, left.rows()), routing_key(cols.right_key, right.rows())};
   });
   clock.mark("check");
+  // On the ranks' GPUs where the flow runs the join whole: the slices start crossing before the plan.
+  const auto relations = options.join.strategy != JoinStrategy::Paper ? carried(cols, options) : std::nullopt;
+  const OutputMode output = options.output == TableOutput::Count ? OutputMode::Count : OutputMode::Materialize;
+  std::unique_ptr<RankGpuJoin> on_gpus;
+  if (relations && rank_gpus_can_join(c, relations->first, relations->second, output, engine, nccl))
+    on_gpus = RankGpuJoin::start(c, *nccl, *engine, relations->first, relations->second, output);
   const std::vector<std::int64_t> left_rows = all_gather(c, left.rows()), right_rows = all_gather(c, right.rows());
   const copart::KeySample left_sample = global_sample(c, left_key.view, left_rows);
   const copart::KeySample right_sample = global_sample(c, right_key.view, right_rows);
@@ -150,25 +196,41 @@ DistributedTableResult detail::join_tables_ranks(const TableView& left, const Ta
       agreed(c, [&] { return plan_for_kind(copart::choose_plan(left_sample, right_sample, c.size), options.how); });
 
   clock.mark("plan");
+  DistributedTableResult result;
+  result.ranks = c.size;
+  if (on_gpus) {
+    const auto start = std::chrono::steady_clock::now();
+    const RankPlan gpu_plan{plan, left_sample, right_sample, first_row(c, left_rows), first_row(c, right_rows)};
+    if (std::optional<RankJoined> joined = on_gpus->finish(c, gpu_plan)) {
+      clock.mark("gpus");
+      result.local = carried_result(std::move(joined->local), cols, options);
+      result.local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      result.left_received = joined->r_rows;
+      result.right_received = joined->s_rows;
+      result.count = total_count(c, result.local.count);
+      clock.prepend_to(result.local.join.phases);
+      return result;
+    }
+    on_gpus.reset();  // its GPU memory back before the host route's local join
+  }
   const bool maps = options.output == TableOutput::GatherMaps;
   Received left_here = shuffle_table(c, left_travel, left_key.view, Side::R, plan, first_row(c, left_rows), maps, nccl);
   Received right_here = shuffle_table(c, right_travel, right_key.view, Side::S, plan, first_row(c, right_rows),
                                       maps && outputs_right_columns(options.how), nccl);
 
   clock.mark("shuffle");
-  DistributedTableResult result;
-  result.ranks = c.size;
   result.left_received = left_here.columns.front().column.size();
   result.right_received = right_here.columns.front().column.size();
   const NodePlace place = node_place(c);
   result.local = agreed(c, [&] {
     TableJoinOptions local = options;
-    local.join = options_for_rank(options.join, place);
+    local.join = engine ? options_for_engine(options.join) : options_for_rank(options.join, place);
     local.may_reorder_inputs = true;  // the received columns are this call's own
     // Chosen columns travel only where they are output; join_tables checked them on the caller's tables.
     if (options.output != TableOutput::Columns) local.left_columns.reset();
     if (options.output != TableOutput::Columns || !outputs_right_columns(options.how)) local.right_columns.reset();
-    TableJoinResult res = mgjoin::join_tables(left_here.view(), right_here.view(), local);
+    TableJoinResult res = engine ? mgjoin::join_tables(*engine, left_here.view(), right_here.view(), local)
+                                 : mgjoin::join_tables(left_here.view(), right_here.view(), local);
     if (maps) {
       to_global_rows(res.left_rows, left_here.rows);
       if (outputs_right_columns(options.how)) to_global_rows(res.right_rows, right_here.rows);

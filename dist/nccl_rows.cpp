@@ -86,6 +86,22 @@ std::unique_ptr<NcclRows> NcclRows::adopt(const Comm& c, ncclComm_t comm) {
   return std::unique_ptr<NcclRows>(new NcclRows(own, device, timeout));
 }
 
+void NcclRows::connect(const Comm& c) const {
+  if (c.size == 1) return;
+  // 1 MiB to every peer and from every peer: enough that NCCL sets up the channels a large exchange uses.
+  constexpr std::int64_t kBytes = std::int64_t{1} << 20;
+  const auto ranks = static_cast<std::size_t>(c.size);
+  ExchangeLayout layout{std::vector<std::int64_t>(ranks, kBytes), std::vector<std::int64_t>(ranks, kBytes),
+                        std::vector<std::int64_t>(ranks), std::vector<std::int64_t>(ranks)};
+  for (std::size_t d = 0; d < ranks; ++d) layout.send_at[d] = layout.recv_at[d] = static_cast<std::int64_t>(d) * kBytes;
+  const auto b = agreed(c, [&] {
+    return std::unique_ptr<RoundBuffers>(new RoundBuffers{alloc::DeviceBacking(device_, ranks * kBytes),
+                                                          alloc::DeviceBacking(device_, ranks * kBytes), gpu::Stream(device_)});
+  });
+  const DeviceColumn bytes{b->send.base(), b->receive.base(), 1};
+  exchange_on_device(c, std::span(&bytes, 1), layout, b->stream);
+}
+
 NcclRows::~NcclRows() {
   if (aborted_) return;
   // After an exchange that did not complete, operations may still wait on peers: destroying would wait
@@ -117,7 +133,7 @@ void NcclRows::wait(cudaStream_t stream) const {
 }
 
 void NcclRows::exchange(const Comm& c, const Outbound& out, const ExchangeLayout& layout, int width, HostColumn& in) const {
-  const auto& [in_rows, send_at, recv_at] = layout;
+  const auto& [out_rows, in_rows, send_at, recv_at] = layout;
   const auto peers = static_cast<std::size_t>(c.size), self = static_cast<std::size_t>(c.rank);
   auto* to = static_cast<std::byte*>(in.data());
   // This rank's own rows do not leave the host.
@@ -168,6 +184,41 @@ void NcclRows::exchange(const Comm& c, const Outbound& out, const ExchangeLayout
                                           static_cast<std::size_t>(n * width), cudaMemcpyDeviceToHost, b->stream));
       b->stream.synchronize();
     }
+    dirty_ = false;
+    return 0;
+  });
+}
+
+void NcclRows::exchange_on_device(const Comm& c, std::span<const DeviceColumn> columns, const ExchangeLayout& layout,
+                                  cudaStream_t stream) const {
+  const auto& [out_rows, in_rows, send_at, recv_at] = layout;
+  agreed(c, [&] {
+    MGJOIN_EXPECTS(!aborted_, "the rows between ranks over an NCCL communicator that a failed exchange aborted");
+    dirty_ = true;
+    gpu::DeviceGuard guard(device_);
+    const auto bytes = [](std::int64_t rows, int width) { return static_cast<std::size_t>(rows) * static_cast<std::size_t>(width); };
+    const auto self = static_cast<std::size_t>(c.rank);
+    for (const DeviceColumn& col : columns)
+      if (out_rows[self] > 0)
+        MGJOIN_CUDA_TRY(cudaMemcpyAsync(col.receive + bytes(recv_at[self], col.width), col.send + bytes(send_at[self], col.width),
+                                        bytes(out_rows[self], col.width), cudaMemcpyDeviceToDevice, stream));
+    // The group always ends (an error inside it would leave this thread's later NCCL calls grouped).
+    MGJOIN_NCCL_TRY(ncclGroupStart());
+    ncclResult_t queued = ncclSuccess;
+    for (const DeviceColumn& col : columns)
+      for (std::size_t d = 0; d < out_rows.size() && queued == ncclSuccess; ++d) {
+        if (d == self) continue;
+        const int peer = static_cast<int>(d);
+        if (out_rows[d] > 0)
+          queued = ncclSend(col.send + bytes(send_at[d], col.width), bytes(out_rows[d], col.width), ncclUint8, peer, comm_, stream);
+        if (in_rows[d] > 0 && queued == ncclSuccess)
+          queued = ncclRecv(col.receive + bytes(recv_at[d], col.width), bytes(in_rows[d], col.width), ncclUint8, peer, comm_,
+                            stream);
+      }
+    const ncclResult_t ended = ncclGroupEnd();
+    MGJOIN_NCCL_TRY(queued);
+    MGJOIN_NCCL_TRY(ended);
+    wait(stream);
     dirty_ = false;
     return 0;
   });

@@ -18,7 +18,9 @@
 
 #include <nccl.h>
 
+#include <cstddef>
 #include <memory>
+#include <span>
 
 namespace mgjoin::dist::detail {
 
@@ -35,6 +37,11 @@ class NcclRows {
   /// @throw RankError when they differ on any rank.
   static std::unique_ptr<NcclRows> adopt(const Comm& c, ncclComm_t comm);
 
+  /// Sets up the connections to every peer (collective): NCCL makes them on a communicator's first
+  /// exchange with each peer, which would otherwise count in the first join (about a tenth of a second
+  /// on two H200s). A small exchange in rounds with every rank; bounded as exchange() is.
+  void connect(const Comm& c) const;
+
   ~NcclRows();
   NcclRows(const NcclRows&) = delete;
   NcclRows& operator=(const NcclRows&) = delete;
@@ -47,6 +54,19 @@ class NcclRows {
   /// Moves `out`'s rows to their ranks and fills `in` (rows of `width` bytes, laid out as `layout` says)
   /// (collective; the buffers are taken in an agreed step first).
   void exchange(const Comm& c, const Outbound& out, const ExchangeLayout& layout, int width, HostColumn& in) const;
+
+  /// One column whose rows are already on this rank's GPU: `send` holds the rows for each rank at
+  /// the layout's send_at, `receive` gets each rank's rows at its recv_at (rows of `width` bytes).
+  struct DeviceColumn {
+    const std::byte* send;
+    std::byte* receive;
+    int width;
+  };
+  /// Moves the columns' rows to their ranks GPU to GPU in one NCCL group (a rank's own rows by a device
+  /// copy), enqueued on `stream` after what it holds, and waits for them (collective, one agreed step,
+  /// bounded as exchange() is).
+  void exchange_on_device(const Comm& c, std::span<const DeviceColumn> columns, const ExchangeLayout& layout,
+                          cudaStream_t stream) const;
 
  private:
   NcclRows(ncclComm_t comm, int device, double timeout) : comm_(comm), device_(device), timeout_(timeout) {}

@@ -19,7 +19,8 @@
 #   ranks-bench   issue 23: 2 ranks × 1 GPU (mpirun) against one process on 2 GPUs, the same files,
 #                 count and materialized (within 1.15x), the rows over NCCL and over MPI
 #   ranks-tests   issue 23: the MPI test programs with 2 ranks, the rows over NCCL (made by the engine and
-#                 the program's own communicator) and the local joins on the ranks' GPUs
+#                 the program's own communicator) and the joins on the ranks' GPUs; the CLI with 2 ranks on
+#                 the GPUs, and a rank killed just before the NCCL exchange
 #   python        issue 22 at g = 2: the package built there, its tests, compare.py with 1 and 4 columns
 #                 (carry .whl and .deps: duckdb's wheel, polars-site.tar.xz, Debian's nlohmann-json3-dev)
 #   sanitize-cli  issue 21: the cli suite alone (its mgjoin processes take most of the GPU) under each of
@@ -150,6 +151,7 @@ group_ranks_tests() {
       step "ranks-tests-$p-$x" env MGJOIN_TEST_RANK_EXCHANGE=$x timeout 280 "${mpi[@]}" "$B/$p"
     done
   done
+  step ranks-tests-cli timeout 280 bash tests/dist/cli_ranks_gpus_test.sh "$B/mgjoin"
 }
 
 group_python() {

@@ -78,10 +78,9 @@ struct Slice {
 };
 
 /// Rows [first, last) of a column: of its file, or of its parts read as one column (the pieces of the
-/// parts the rows span, one after another). Pageable: the slices only cross between ranks; what a
-/// rank's GPUs copy is what it receives.
-HostColumn read_rows(const RankColumn& c, std::int64_t first, std::int64_t last) {
-  if (c.parts.empty()) return read_column_rows(c.path, first, last - first, c.raw_type, MemoryKind::Pageable);
+/// parts the rows span, one after another), into `memory`.
+HostColumn read_rows(const RankColumn& c, std::int64_t first, std::int64_t last, MemoryKind memory) {
+  if (c.parts.empty()) return read_column_rows(c.path, first, last - first, c.raw_type, memory);
   std::vector<HostColumn> pieces;
   std::int64_t start = 0, rows = 0;  // the part's first row in the whole column
   for (std::size_t p = 0; p < c.parts.size(); start += c.part_rows[p], ++p) {
@@ -92,7 +91,7 @@ HostColumn read_rows(const RankColumn& c, std::int64_t first, std::int64_t last)
   }
   if (pieces.size() == 1) return std::move(pieces.front());
   const DType type = pieces.empty() ? inspect_column_file(c.parts.front(), c.raw_type).type : pieces.front().type();
-  HostColumn whole = HostColumn::allocate(type, rows);
+  HostColumn whole = HostColumn::allocate(type, rows, memory);
   std::size_t at = 0;
   for (const HostColumn& piece : pieces) {
     std::memcpy(whole.as<std::byte>() + at, piece.data(), piece.bytes());
@@ -101,12 +100,12 @@ HostColumn read_rows(const RankColumn& c, std::int64_t first, std::int64_t last)
   return whole;
 }
 
-Slice read_slice(const std::vector<RankColumn>& columns, std::int64_t n, int rank, int ranks) {
+Slice read_slice(const std::vector<RankColumn>& columns, std::int64_t n, int rank, int ranks, MemoryKind memory) {
   Slice s;
   const std::int64_t first = n * rank / ranks, last = n * (rank + 1) / ranks;
   s.columns.reserve(columns.size());
   for (const RankColumn& c : columns) {
-    s.columns.push_back(read_rows(c, first, last));
+    s.columns.push_back(read_rows(c, first, last, memory));
     s.view.columns.push_back({c.name, s.columns.back().view()});
   }
   return s;
@@ -163,9 +162,13 @@ void run_join_ranks(const std::function<RankJoinRequest()>& request) {
     const fs::path out_dir = q.out_dir;
     Slice r, s;
     const auto t_read = std::chrono::steady_clock::now();
+    // Pinned where the rows may cross to the rank's GPU (NCCL: the flow on the GPUs copies the slices
+    // straight from there at full PCIe speed); pageable for MPI's exchange, which packs them on the host.
+    const bool to_gpus = q.rank_exchange != "mpi" && q.options.join.gpus != 0 && gpu::device_count() > 0;
+    const MemoryKind memory = to_gpus ? MemoryKind::Pinned : MemoryKind::Pageable;
     dist::agree(MPI_COMM_WORLD, [&] {
-      r = read_slice(q.left, q.left_rows, rank, ranks);
-      s = read_slice(q.right, q.right_rows, rank, ranks);
+      r = read_slice(q.left, q.left_rows, rank, ranks, memory);
+      s = read_slice(q.right, q.right_rows, rank, ranks, memory);
     });
     test_kill_point(rank, "read");
     // Over NCCL where asked, or (auto) where the ranks join on GPUs and each has one of its own.

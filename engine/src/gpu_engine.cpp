@@ -11,6 +11,7 @@
 #include "engine/src/copart/copart_join.hpp"
 #include "engine/src/cost_model.hpp"
 #include "engine/src/engine_internals.hpp"
+#include "engine/src/kept_inputs.hpp"
 #include "engine/src/join/join_pipeline.hpp"
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/output_count.hpp"
@@ -143,6 +144,13 @@ struct Engine::Impl {
     return sort::plan_sort_with_memory(r, s, devices, device_bytes);
   }
 
+  /// The co-partitioned flow's context on this engine's GPUs and stacks, with at least `pinned` bytes of
+  /// pinned staging per GPU (the range stacks, grown once when a plan needs more).
+  copart::CopartContext copart_context(Exchange exchange, std::uint64_t pinned) {
+    if (range_stacks[0].available() < pinned) make_range_stacks(pinned + kMinRangeBytes);
+    return {devices, stacks.view(), range_stacks.view(), exchange, comms_for(exchange)};
+  }
+
   /// The co-partitioned flow on this engine's GPUs and stacks: in core or streamed (`plan`), or bucketed
   /// (`buckets`, when set). Its pinned staging comes from the range stacks (grown once when a plan needs
   /// more).
@@ -154,9 +162,7 @@ struct Engine::Impl {
     result.executor = "GPUs " + join_ids(devices) + " (co-partitioned, " + (buckets ? "bucketed, " : "") +
                       exchange_name(options.exchange) + " exchange)";
     const std::uint64_t pinned = buckets ? buckets->pinned_bytes : copart::pinned_bytes_needed(plan, options.output);
-    if (range_stacks[0].available() < pinned) make_range_stacks(pinned + kMinRangeBytes);
-    const copart::CopartContext context{devices, stacks.view(), range_stacks.view(), options.exchange,
-                                        comms_for(options.exchange)};
+    const copart::CopartContext context = copart_context(options.exchange, pinned);
     if (buckets)
       copart::run_bucketed(r, s, *buckets, options.output, options.payloads, context, result);
     else
@@ -284,6 +290,10 @@ std::span<alloc::DeviceStackAllocator* const> detail::EngineInternals::device_st
   return engine.impl_->stacks.view();
 }
 
+copart::CopartContext detail::EngineInternals::copart_context(Engine& engine, Exchange exchange, std::uint64_t pinned) {
+  return engine.impl_->copart_context(exchange, pinned);
+}
+
 detail::Rates detail::EngineInternals::rates(const Engine& engine) {
   const Engine::Impl& e = *engine.impl_;
   return rates_for(e.tuning ? &e.tuning->bandwidths : nullptr, static_cast<int>(e.devices.size()));
@@ -384,6 +394,13 @@ JoinResult Engine::Impl::run(RelationView r, RelationView s, const JoinOptions& 
         reason = std::string("paper flow: ") + short_of.what() + " (beside the bucketed flow's buckets)";
       }
     }
+  }
+  // The paper flow sorts in place: copies of the inputs where the caller keeps them.
+  std::optional<detail::KeptInputs> kept;
+  if (options.keep_inputs) {
+    kept = detail::copy_inputs(r, s);
+    r = kept->r;
+    s = kept->s;
   }
   detail::PhaseRanges ranges;  // NVTX: one profiler range per phase
   const auto progress = [&](const char* phase, double fraction) {

@@ -6,10 +6,14 @@
 
 #include "alloc/host_memory.hpp"
 #include "engine/src/join/cpu_join.hpp"
+#include "engine/src/kept_inputs.hpp"
+
+#include <optional>
 #include "engine/src/sort/merge_sort.hpp"
 #include "core/cancel.hpp"
 #include "core/device.hpp"
 
+#include <optional>
 #include <string>
 
 namespace mgjoin {
@@ -48,7 +52,9 @@ bool sort_strategy_supported(SortStrategy s, int gpus) {
 namespace {
 JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
   const detail::CancelScope cancel(options.cancel);
-  JoinResult result = detail::cpu_join(r, s, options);
+  std::optional<detail::KeptInputs> kept;  // the CPU path sorts in place
+  if (options.keep_inputs) kept = detail::copy_inputs(r, s);
+  JoinResult result = kept ? detail::cpu_join(kept->r, kept->s, options) : detail::cpu_join(r, s, options);
   result.strategy = JoinStrategy::Paper;
   result.strategy_reason = "CPU path (no GPUs asked for, or none on this machine)";
   return result;

@@ -116,6 +116,9 @@ void check_join(const std::string& name, const Whole& r, const Whole& s) {
       check(got.count == expected.count, what + ": count " + std::to_string(got.count) + ", single process " +
                                              std::to_string(expected.count));
       check(got.ranks == ranks, what + ": ranks");
+      // Over NCCL each rank joins on its GPU, so the flow runs there whole; otherwise through the host.
+      const char* route = on_rank_gpus() ? "ranks.gpus" : "ranks.shuffle";
+      check(has_phase(got.local, route), what + ": no phase " + route + " (the rows took the other route)");
       // Every row reached some rank (more with a hot key's copies), and no rank took them all.
       std::int64_t rows[2] = {got.r_rows, got.s_rows}, all[2] = {0, 0};
       MPI_Allreduce(rows, all, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -146,6 +149,21 @@ Whole uniform(std::mt19937_64& rng, DType type, std::size_t n, std::uint64_t dom
     w.payload[i] = rng();
   }
   return w;
+}
+
+/// Over NCCL, a rank whose GPU cannot hold its part, before the rows move and after: every rank takes
+/// the host route together, and the result is still right (the others are not left waiting on the GPU
+/// route's collectives).
+void check_declined_gpus(const Whole& r, const Whole& s) {
+  if (!on_rank_gpus()) return;
+  for (const char* step : {"take", "plan"}) {
+    const std::string spec = std::to_string(ranks - 1) + ":" + step;
+    setenv("MGJOIN_TEST_RANK_GPUS_DECLINE", spec.c_str(), 1);
+    declined = true;
+    check_join(std::string("the last rank's GPU declining at ") + step, r, s);
+    declined = false;
+    unsetenv("MGJOIN_TEST_RANK_GPUS_DECLINE");
+  }
 }
 
 /// A rank whose slices differ in type from rank 0's: every rank must throw RankError naming that rank.
@@ -214,6 +232,7 @@ int main(int argc, char** argv) {
   check_join("fewer rows than ranks", r_few, s_few);
   check_a_failing_rank();
   check_nccl_refusals();
+  check_declined_gpus(r64, s64);
 
   return mgjoin::test::mpi::finish("dist_join_mpi");
 }

@@ -159,6 +159,27 @@ struct Also {
   std::optional<std::vector<std::string>> left_columns, right_columns;
 };
 
+/// Whether the co-partitioned flow runs the join whole (so that, over NCCL, the ranks join on their GPUs
+/// without the rows coming back): an inner join on one 4- or 8-byte key column, counted, or its columns
+/// output with at most one chosen payload column of 4 or 8 bytes a side.
+bool runs_whole(const Whole& left, const std::vector<std::string>& on, JoinKind how, TableOutput output, const Also& also) {
+  const auto width = [&](const std::string& name) {
+    const auto at = std::find(left.names.begin(), left.names.end(), name);
+    return at == left.names.end() ? 0 : mgjoin::dtype_size(left.columns[static_cast<std::size_t>(at - left.names.begin())].type());
+  };
+  const auto carried = [&](const std::optional<std::vector<std::string>>& chosen, const char* prefix) {
+    if (!chosen || chosen->size() > 1) return false;  // (all columns: three payloads)
+    if (chosen->empty()) return true;
+    // The right table's columns have the left's types under its own prefix.
+    std::string name = chosen->front();
+    if (name.rfind(prefix, 0) == 0) name = "l" + name.substr(1);
+    return width(name) == 4 || width(name) == 8;
+  };
+  if (how != JoinKind::Inner || on.size() != 1 || (width(on[0]) != 4 && width(on[0]) != 8)) return false;
+  return output == TableOutput::Count ||
+         (output == TableOutput::Columns && carried(also.left_columns, "l") && carried(also.right_columns, "r"));
+}
+
 /// The distributed join of `left` and `right` against the single-process one, every kind and output.
 void check_tables(const std::string& name, const Whole& left, const Whole& right, const std::vector<std::string>& on,
                   const Also& also = {}) {
@@ -184,6 +205,8 @@ void check_tables(const std::string& name, const Whole& left, const Whole& right
         check(got.count == want.count, what + ": count " + std::to_string(got.count) + ", single process " +
                                            std::to_string(want.count));
         check(got.ranks == ranks, what + ": ranks");
+        const char* route = on_rank_gpus() && runs_whole(left, on, how, output, also) ? "ranks.gpus" : "ranks.shuffle";
+        check(has_phase(got.local.join, route), what + ": no phase " + route + " (the rows took the other route)");
         std::uint64_t part = got.local.count, parts = 0;
         MPI_Allreduce(&part, &parts, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         check(parts == want.count, what + ": the ranks' parts add up to " + std::to_string(parts));
@@ -263,6 +286,8 @@ int main(int argc, char** argv) {
     check_tables("random 8-byte signed keys", l, r, {"k0"});
     check_tables("random 8-byte signed keys, columns chosen", l, r, {"k0"},
                  Also{false, std::vector<std::string>{"l_ok", "k0", "l_int"}, std::vector<std::string>{"r_f64"}});
+    check_tables("random 8-byte signed keys, one payload column a side", l, r, {"k0"},
+                 Also{false, std::vector<std::string>{"l_int"}, std::vector<std::string>{"r_f64"}});
   }
   {
     const auto lk = uniform(3'000), rk = uniform(3'000);
@@ -290,6 +315,8 @@ int main(int argc, char** argv) {
     const Also spread{true, std::nullopt, std::nullopt};
     check_tables("one hot key holding 3/4 of the right table", l, r, {"k0"}, spread);
     check_tables("one hot key holding 3/4 of the left table", r, l, {"k0"}, spread);
+    check_tables("one hot key holding 3/4 of the right table, one payload column a side", l, r, {"k0"},
+                 Also{true, std::vector<std::string>{"l_f64"}, std::vector<std::string>{"r_int"}});
   }
   {
     const auto seven = [](std::int64_t, std::size_t) { return std::uint64_t{7}; };

@@ -101,6 +101,20 @@ inline Exchange& exchange() {
 /// GPUs of each rank's local join: none (the CPU path: CI has no GPU) unless the rows travel over NCCL.
 inline int local_gpus() { return exchange().engine ? 1 : 0; }
 
+/// Set while a test makes a rank's GPU decline the GPU route (MGJOIN_TEST_RANK_GPUS_DECLINE).
+inline bool declined = false;
+
+/// Whether the ranks' joins that the co-partitioned flow runs whole run on their GPUs: over NCCL (each
+/// rank's local join on its GPU), unless a rank's GPU declines.
+inline bool on_rank_gpus() { return exchange().engine != nullptr && !declined; }
+
+/// Whether `result` has a phase named `name` (the ranks' steps are "ranks.<step>").
+inline bool has_phase(const mgjoin::JoinResult& result, const std::string& name) {
+  for (const mgjoin::PhaseStat& p : result.phases)
+    if (p.name == name) return true;
+  return false;
+}
+
 /// dist::join through the exchange in use.
 inline mgjoin::dist::DistributedResult dist_join(mgjoin::RelationView r, mgjoin::RelationView s, const mgjoin::JoinOptions& o) {
   return exchange().engine ? exchange().engine->join(r, s, o) : mgjoin::dist::join(r, s, o, MPI_COMM_WORLD);

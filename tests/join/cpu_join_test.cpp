@@ -162,5 +162,26 @@ TEST(CpuJoin, ReportsProgressPerPhase) {
   EXPECT_EQ(phases, (std::vector<std::string>{"sort", "join", "materialize"}));
 }
 
+TEST(CpuJoin, KeepInputsSortsCopiesAndLeavesTheCallersColumnsAsTheyWere) {
+  std::vector<std::int64_t> rk{5, -3, 9, 1, -3}, sk{9, -3, 5, 5};
+  std::vector<std::uint64_t> rp{10, 11, 12, 13, 14}, sp{20, 21, 22, 23};
+  const auto rk0 = rk, sk0 = sk;
+  const auto rp0 = rp, sp0 = sp;
+  RelationView r{{rk.data(), 5, DType::Int64}, MutableColumnView{rp.data(), 5, DType::UInt64}};
+  RelationView s{{sk.data(), 4, DType::Int64}, MutableColumnView{sp.data(), 4, DType::UInt64}};
+  JoinOptions options = cpu_options();
+  options.keep_inputs = true;
+  const JoinResult kept = mgjoin::join(r, s, options);
+  EXPECT_EQ(kept.count, 5u);  // 5 twice, -3 twice, 9 once
+  EXPECT_EQ(rk, rk0);
+  EXPECT_EQ(sk, sk0);
+  EXPECT_EQ(rp, rp0);
+  EXPECT_EQ(sp, sp0);
+  // Without it the CPU path sorts the caller's columns (which is what the copies spare).
+  options.keep_inputs = false;
+  EXPECT_EQ(mgjoin::join(r, s, options).count, 5u);
+  EXPECT_NE(rk, rk0);
+}
+
 }  // namespace
 }  // namespace mgjoin::detail

@@ -11,13 +11,20 @@
 //           R'_i, S'_i ─► mgjoin::join ─► count (summed) │ part i of the output
 //
 // The exchange goes through host memory (MPI_Alltoallv; the free functions, RankExchange::Mpi) or
-// through each rank's GPU over NCCL (dist::Engine with RankExchange::Nccl or the caller's ncclComm_t):
-// the rows cross to the rank's GPU, NCCL sends them GPU to GPU (NVLink on a node, the network's RDMA
-// between nodes), and they come back to the host for the local join.
+// through each rank's GPU over NCCL (dist::Engine with RankExchange::Nccl or the caller's ncclComm_t).
+// Over NCCL, where each rank joins on one GPU (the default: one rank per GPU) and the join is one the
+// co-partitioned flow runs whole (dist::join; dist::join_tables' inner joins of one 4- or 8-byte key
+// column, counted or with at most one 4- or 8-byte payload column a side), the flow runs on the GPUs: a
+// rank's slices cross PCIe once, are partitioned on its GPU, go GPU to GPU (NVLink on a node, the
+// network's RDMA between nodes) to the ranks owning their keys, and are joined there; only the output
+// comes back. Otherwise, or where a rank's GPU cannot hold its part, the rows cross to the rank's GPU,
+// NCCL sends them, and they come back to the host for the local join. The result's phases say which
+// ("ranks.gpus" for the first).
 //
 // Every call is collective over the communicator. A rank that fails (bad input, no memory) does not
 // leave the others waiting: after each step the ranks agree on whether all went well, and every rank
 // throws RankError with the first failing rank's message.
+#include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/join.hpp>
 #include <mgjoin/table.hpp>
@@ -113,7 +120,9 @@ class Engine {
  public:
   /// Over `comm`. RankExchange::Nccl makes an NCCL communicator over the same ranks (rank 0's
   /// ncclGetUniqueId, MPI_Bcast, ncclCommInitRank) on each rank's first GPU of its node's share (as
-  /// JoinOptions's default: one GPU per rank) and destroys it with the engine.
+  /// JoinOptions's default: one GPU per rank) and destroys it with the engine. With NCCL, the engine
+  /// also holds each rank's local mgjoin::Engine (its GPUs' memory, taken once), made for the default
+  /// options and made again for a join that asks for other GPUs or memory.
   /// @throw RankError when a rank has no GPU for it or NCCL fails on any rank.
   explicit Engine(MPI_Comm comm, RankExchange exchange = RankExchange::Mpi);
   /// Over `comm` and `nccl`, an NCCL communicator the caller made over the same ranks in the same order
@@ -133,8 +142,14 @@ class Engine {
   DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options) const;
 
  private:
+  /// This rank's engine for a join with `options` (collective): the one held when it was made for the
+  /// same GPUs and memory, else made anew; nullptr without NCCL or for the CPU path.
+  mgjoin::Engine* local_for(const JoinOptions& options) const;
+
   MPI_Comm comm_;
   std::unique_ptr<detail::NcclRows> nccl_;
+  mutable std::unique_ptr<mgjoin::Engine> local_;
+  mutable EngineOptions local_options_;
 };
 
 }  // namespace mgjoin::dist

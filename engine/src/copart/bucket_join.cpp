@@ -146,21 +146,6 @@ class Resident {
 
   std::int64_t rows(int k, Side side) const { return gpus_[k].side[static_cast<int>(side)].filled; }
 
-  /// A sample of GPU k's keys of `side` for its plan: every (rows / kSampleRows)-th key, copied out in
-  /// one strided copy (the rows arrived in chunk order, so a stride samples all of them).
-  KeySample sample(int k, Side side) const {
-    const RelationView v = group(k, side);
-    const std::int64_t rows = v.size(), m = std::min(rows, kSampleRows);
-    if (m == 0) return {{}, rows};
-    const auto width = static_cast<std::size_t>(dtype_size(v.key.type));
-    const std::size_t stride = static_cast<std::size_t>(rows / m) * width;
-    HostColumn keys = HostColumn::allocate(v.key.type, m);
-    gpu::DeviceGuard guard(device(k));
-    MGJOIN_CUDA_TRY(cudaMemcpy2D(keys.data(), width, v.key.data, stride, width, static_cast<std::size_t>(m), cudaMemcpyDeviceToHost));
-    KeySample sample = sample_keys(ColumnView{keys.data(), m, v.key.type}, m);
-    sample.rows = rows;
-    return sample;
-  }
 
  private:
   struct Part {
@@ -363,7 +348,7 @@ class Pass2 {
       mgjoin::detail::throw_if_cancelled();
       const CopartContext& ctx = resident.context(k);
       auto job = std::make_unique<Running>(resident.group(k, Side::R), resident.group(k, Side::S));
-      job->plan = plan_copart(resident.sample(k, Side::R), resident.sample(k, Side::S), job->r, job->s, 1, output_,
+      job->plan = plan_copart(one_gpu_sample(job->r.size()), one_gpu_sample(job->s.size()), job->r, job->s, 1, output_,
                               ctx.device_memory[0]->available(), scratch_, PayloadFlow::Carry);
       if (!job->plan.fits)
         throw PlanMissed("resident group on GPU " + std::to_string(resident.device(k)) + " (" + std::to_string(job->r.size()) +

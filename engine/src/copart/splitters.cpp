@@ -198,6 +198,10 @@ PartitionPlan choose_plan(const KeySample& r, const KeySample& s, int gpus, cons
 PartitionSizes estimate_sizes(const PartitionPlan& plan, const KeySample& r, const KeySample& s) {
   PartitionSizes sizes;
   const KeySample* samples[2] = {&r, &s};
+  if (plan.gpus == 1) {  // one GPU takes every row (no hot key spans one GPU): its sizes are exact
+    for (int side = 0; side < 2; ++side) sizes.estimate[side] = sizes.bound[side] = {samples[side]->rows};
+    return sizes;
+  }
   for (int side = 0; side < 2; ++side) {
     const KeySample& sample = *samples[side];
     std::vector<double> est(plan.gpus, 0.0);

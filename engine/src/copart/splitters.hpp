@@ -61,4 +61,8 @@ struct PartitionSizes {
 
 PartitionSizes estimate_sizes(const PartitionPlan& plan, const KeySample& r, const KeySample& s);
 
+/// What a one-GPU plan needs of a relation of `rows` rows: no keys (one GPU takes every row, and
+/// estimate_sizes counts them exactly), so that rows already on a GPU need not be sampled.
+inline KeySample one_gpu_sample(std::int64_t rows) { return {{}, rows}; }
+
 }  // namespace mgjoin::copart

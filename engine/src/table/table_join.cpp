@@ -135,39 +135,44 @@ JoinOptions underneath(const TableJoinOptions& o, OutputMode output) {
   return j;
 }
 
-/// One side of a carried join: its key and payload, copied unless the caller lets join() reorder its own
-/// columns (the const views then name memory the caller allowed us to write).
+/// One side of a carried join: its key and payload. A single 4- or 8-byte key column and the payload are
+/// the caller's own columns, which join() keeps (JoinOptions::keep_inputs: only a flow that sorts in place
+/// copies them) unless the caller lets it reorder them; a composite key is packed into a column of its own.
 struct CarriedSide {
-  std::optional<HostColumn> key_copy, payload_copy;
+  std::optional<HostColumn> packed_key;
   RelationView view;
 
-  CarriedSide(const table::KeyColumns& key, const std::vector<NamedColumnView>& columns, std::int64_t rows,
-              bool reorder_in_place) {
+  CarriedSide(const table::KeyColumns& key, const std::vector<NamedColumnView>& columns, std::int64_t rows) {
     const ColumnView* payload = columns.empty() ? nullptr : &columns[0].column;
-    if (reorder_in_place) {
-      MGJOIN_EXPECTS(key.columns.size() == 1 && is_key_dtype(key.columns[0].type), "only a 4- or 8-byte key sorts in place");
+    if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) {
       view.key = mutable_view(key.columns[0]);
-      if (payload) view.payload = mutable_view(*payload);
-      return;
+    } else {
+      MGJOIN_EXPECTS(!payload, "only a single key column carries a payload");
+      packed_key = table::sort_key(key, rows);
+      view.key = packed_key->view();
     }
-    key_copy = table::sort_key(key, rows);
-    view.key = key_copy->view();
-    if (payload) {
-      payload_copy = table::copy_column(*payload);
-      view.payload = payload_copy->view();
-    }
+    if (payload) view.payload = mutable_view(*payload);
   }
 
   static MutableColumnView mutable_view(const ColumnView& c) { return {const_cast<void*>(c.data), c.size, c.type}; }
 };
 
+/// join()'s options for a carried join of `l` and `r`: the caller's columns kept unless it lets join()
+/// reorder them (packed keys are ours).
+JoinOptions carried_options(const Plan& p, const TableJoinOptions& o, OutputMode output, const CarriedSide& l,
+                            const CarriedSide& r) {
+  JoinOptions j = underneath(o, output);
+  j.keep_inputs = !p.in_place && !(l.packed_key && r.packed_key);
+  return j;
+}
+
 /// Inner join with the payloads carried through join(): its columns are the output.
 TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o,
                              const Joiner& joiner) {
-  CarriedSide l(p.left_key, p.left_columns, left_rows, p.in_place);
-  CarriedSide r(p.right_key, p.right_columns, right_rows, p.in_place);
+  CarriedSide l(p.left_key, p.left_columns, left_rows);
+  CarriedSide r(p.right_key, p.right_columns, right_rows);
   TableJoinResult res;
-  res.join = joiner(l.view, r.view, underneath(o, OutputMode::Materialize));
+  res.join = joiner(l.view, r.view, carried_options(p, o, OutputMode::Materialize, l, r));
   res.count = res.join.count;
   res.materialization = "carried";
   res.columns.push_back({"key", std::move(res.join.key)});
@@ -179,9 +184,9 @@ TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t
 /// An inner join's count: the keys alone (no row ids, no payloads).
 TableJoinResult count_inner(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o,
                             const Joiner& joiner) {
-  CarriedSide l(p.left_key, {}, left_rows, p.in_place), r(p.right_key, {}, right_rows, p.in_place);
+  CarriedSide l(p.left_key, {}, left_rows), r(p.right_key, {}, right_rows);
   TableJoinResult res;
-  res.join = joiner(l.view, r.view, underneath(o, OutputMode::Count));
+  res.join = joiner(l.view, r.view, carried_options(p, o, OutputMode::Count, l, r));
   res.count = res.join.count;
   return res;
 }
