@@ -7,6 +7,7 @@
 
 #include <mgjoin/engine.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -72,17 +73,20 @@ DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinO
   clock.mark("plan");
   DistributedResult result;
   result.ranks = c.size;
-  if (on_gpus)
+  if (on_gpus) {
+    const auto start = std::chrono::steady_clock::now();
     if (std::optional<RankJoined> joined = on_gpus->finish(c, plan)) {
       clock.mark("gpus");
       result.local = std::move(joined->local);
+      result.local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       result.r_rows = joined->r_rows;
       result.s_rows = joined->s_rows;
       result.count = total_count(c, result.local.count);
       clock.prepend_to(result.local.phases);
       return result;
     }
-  on_gpus.reset();  // its GPU memory back before the host route's local join
+    on_gpus.reset();  // its GPU memory back before the host route's local join
+  }
   Relation r_here = shuffle(c, r, Side::R, plan.partitions, plan.r_first, nccl);
   Relation s_here = shuffle(c, s, Side::S, plan.partitions, plan.s_first, nccl);
 

@@ -242,7 +242,9 @@ std::optional<RankJoined> RankGpuJoin::finish(const Comm& c, const RankPlan& pla
   release(out);
   clock.mark("gpus.nccl");
 
-  // The local join: the one-GPU co-partitioned flow on what arrived (one GPU's plan reads no keys).
+  // The local join: the one-GPU co-partitioned flow on what arrived (one GPU's plan reads no keys). Its
+  // inputs are in this GPU's memory: one GPU with payloads carried copies them in by copy_rows_in, whose
+  // direction follows the pointers (late payloads or several GPUs would copy host to device).
   std::optional<JoinResult> result = agreed(c, [&]() -> std::optional<JoinResult> {
     // The partition kernel left the keys in the ordered unsigned form; the local flow takes the user's.
     const gpu::Stream work(device);

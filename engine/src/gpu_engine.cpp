@@ -327,6 +327,7 @@ JoinResult Engine::join_checked(RelationView r, RelationView s, const JoinOption
                        "JoinOptions::gpus: this join asks for other GPUs, memory or tuning file than its Engine was "
                        "made with (EngineOptions are fixed per Engine: make another one)");
   const detail::CancelScope cancel(options.cancel);
+  detail::expect_inputs_keepable(options);
   const HostPin input_pins[] = {{r.key.data, r.key.bytes()},
                                 {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
                                 {s.key.data, s.key.bytes()},

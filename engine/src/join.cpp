@@ -7,8 +7,6 @@
 #include "alloc/host_memory.hpp"
 #include "engine/src/join/cpu_join.hpp"
 #include "engine/src/kept_inputs.hpp"
-
-#include <optional>
 #include "engine/src/sort/merge_sort.hpp"
 #include "core/cancel.hpp"
 #include "core/device.hpp"
@@ -52,6 +50,7 @@ bool sort_strategy_supported(SortStrategy s, int gpus) {
 namespace {
 JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
   const detail::CancelScope cancel(options.cancel);
+  detail::expect_inputs_keepable(options);
   std::optional<detail::KeptInputs> kept;  // the CPU path sorts in place
   if (options.keep_inputs) kept = detail::copy_inputs(r, s);
   JoinResult result = kept ? detail::cpu_join(kept->r, kept->s, options) : detail::cpu_join(r, s, options);

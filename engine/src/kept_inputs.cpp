@@ -2,6 +2,8 @@
 
 #include "host_merge/parallel_copy.hpp"
 
+#include <mgjoin/error.hpp>
+
 namespace mgjoin::detail {
 namespace {
 
@@ -25,6 +27,12 @@ KeptInputs copy_inputs(const RelationView& r, const RelationView& s) {
   kept.r = copy_relation(kept.columns, r);
   kept.s = copy_relation(kept.columns, s);
   return kept;
+}
+
+void expect_inputs_keepable(const JoinOptions& options) {
+  MGJOIN_INPUT_EXPECTS(!options.keep_inputs || options.output != OutputMode::Ranges,
+                       "JoinOptions::keep_inputs: ranges index the sorted inputs, which keep_inputs leaves unsorted "
+                       "(ask for Count or Materialize)");
 }
 
 }  // namespace mgjoin::detail

@@ -18,4 +18,8 @@ struct KeptInputs {
 /// Copies of `r` and `s` that a flow may sort in place (copied on all threads).
 KeptInputs copy_inputs(const RelationView& r, const RelationView& s);
 
+/// Refuses keep_inputs with OutputMode::Ranges: ranges index the sorted inputs, which it leaves unsorted.
+/// @throw InputError naming the option.
+void expect_inputs_keepable(const JoinOptions& options);
+
 }  // namespace mgjoin::detail

@@ -183,5 +183,21 @@ TEST(CpuJoin, KeepInputsSortsCopiesAndLeavesTheCallersColumnsAsTheyWere) {
   EXPECT_NE(rk, rk0);
 }
 
+TEST(CpuJoin, KeepInputsWithRangesIsRefused) {
+  std::vector<std::uint64_t> rk{2, 1}, sk{1, 2};
+  const auto rk0 = rk;
+  RelationView r{{rk.data(), 2, DType::UInt64}, std::nullopt}, s{{sk.data(), 2, DType::UInt64}, std::nullopt};
+  JoinOptions options = cpu_options();
+  options.keep_inputs = true;
+  options.output = OutputMode::Ranges;
+  try {
+    mgjoin::join(r, s, options);
+    ADD_FAILURE() << "keep_inputs with ranges: no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("JoinOptions::keep_inputs"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rk, rk0);  // refused before anything ran
+}
+
 }  // namespace
 }  // namespace mgjoin::detail

@@ -98,7 +98,8 @@ struct JoinOptions : EngineOptions {
   PayloadFlow payloads = PayloadFlow::Auto;  ///< co-partitioned, materialized joins
   ProgressCallback progress;  ///< optional; every report is also a cancellation point
   /// Leave r and s as they are: the flows that sort in place (the paper flow, the CPU path) then sort
-  /// copies, taken only when one of them runs; the co-partitioned flow never writes its inputs.
+  /// copies, taken only when one of them runs; the co-partitioned flow never writes its inputs. Not with
+  /// OutputMode::Ranges (ranges index the sorted inputs): that is refused (InputError).
   bool keep_inputs = false;
   /// Optional: set it (from any thread, or a signal handler: it is lock-free) to stop the join. The
   /// join throws mgjoin::Cancelled at its next cancellation point (between chunksets, rounds and
