@@ -17,11 +17,11 @@ ln -s "$mgjoin" "$dir/bin/mgjoin"
 ln -s "$differential" "$dir/bin/differential"
 cd "$root"
 
-groups=(suites tables-bench gather-crossover ooc-bench ranks-bench ranks-tests python sanitize-cli racecheck-copart
+groups=(suites tables-bench gather-crossover ooc-bench ooc-h100 ranks-bench ranks-tests python sanitize-cli racecheck-copart
         racecheck-e2e racecheck-table)
 dry=$(MGJOIN_PENDING_DRY=1 OUT="$dir/out" bash scripts/device-pending.sh "${groups[@]}")
-for step in suites differential tables-bench gather-crossover ooc-bench ooc-bench-hybrid ranks-generate ranks-bench \
-            ranks-tests-dist_join_mpi-nccl ranks-tests-dist_tables_mpi-nccl-external python-build python-tests \
+for step in suites differential tables-bench gather-crossover ooc-bench ooc-bench-hybrid ooc-h100 ranks-generate ranks-bench \
+            ranks-tests-dist_join_mpi-nccl ranks-tests-dist_tables_mpi-nccl-external ranks-tests-cli python-build python-tests \
             python-compare-4-columns sanitize-cli-memcheck racecheck-copart racecheck-table; do
   grep -q "^\[$step\]" <<< "$dry" || fail "device-pending.sh's dry run has no step $step: $dry"
 done
