@@ -60,6 +60,10 @@ DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinO
   });
   // Every rank's slices must have the same types: the first rank that differs from rank 0 is named.
   expect_layout_of_root(c, layout_of(r, s), "its slices' key or payload types differ from rank 0's");
+  // The options that choose the ranks' steps (the route, what crosses) must agree too: a rank that took
+  // other steps would wait in a collective the others never call.
+  expect_layout_of_root(c, std::to_string(static_cast<int>(options.output)) + "," + strategy_name(options.strategy),
+                        "its join options (output, strategy) differ from rank 0's");
 
   clock.mark("check");
   // On the ranks' GPUs where they can: the slices start crossing to them before the plan is made.

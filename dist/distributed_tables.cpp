@@ -178,6 +178,13 @@ DistributedTableResult detail::join_tables_ranks(const TableView& left, const Ta
   // Every rank's slices must have the same travelling columns: the first rank that differs from rank 0 is named.
   expect_layout_of_root(c, layout_of(left_travel, right_travel),
                         "its tables' key or payload columns (names or types) differ from rank 0's");
+  // The options that choose the ranks' steps (the route, what crosses) must agree too: a rank that took
+  // other steps would wait in a collective the others never call.
+  expect_layout_of_root(c,
+                        std::string(join_kind_name(options.how)) + "," + std::to_string(static_cast<int>(options.output)) +
+                            "," + std::to_string(static_cast<int>(options.materialization)) + "," +
+                            strategy_name(options.join.strategy),
+                        "its join options (how, output, materialization, strategy) differ from rank 0's");
 
   const auto [left_key, right_key] = agreed(c, [&] {
     return std::pair{routing_key(cols.left_key, left.rows()), routing_key(cols.right_key, right.rows())};

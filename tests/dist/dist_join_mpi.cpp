@@ -166,7 +166,8 @@ void check_declined_gpus(const Whole& r, const Whole& s) {
   }
 }
 
-/// A rank whose slices differ in type from rank 0's: every rank must throw RankError naming that rank.
+/// A rank whose slices differ in type from rank 0's, then one whose options differ: every rank must throw
+/// RankError naming that rank.
 void check_a_failing_rank() {
   if (ranks < 2) return;
   // Rank 1's slices are valid on their own (both 4-byte keys): only the ranks' agreement catches them.
@@ -184,6 +185,19 @@ void check_a_failing_rank() {
     check(e.kind() == mgjoin::dist::RankError::Kind::Input, "a rank with other key types: not an input error");
     check(std::string(e.what()).find("rank 1: its slices' key or payload types differ from rank 0's") == 0,
           std::string("a rank with other key types: ") + e.what());
+  }
+  // Rank 1 asks for another output: the ranks' steps would differ (what crosses), so it is refused, not
+  // left to hang in a collective the others never call.
+  JoinOptions other = options;
+  if (rank == 1) other.output = OutputMode::Materialize;
+  auto same = slice(Whole{DType::UInt64, {1, 2, 3}, {0, 0, 0}, true}, 0, 3);
+  try {
+    dist_join(view(same, true), view(same, true), other);
+    check(false, "a rank with other options: no error");
+  } catch (const mgjoin::dist::RankError& e) {
+    check(e.rank() == 1 && e.kind() == mgjoin::dist::RankError::Kind::Input &&
+              std::string(e.what()).find("rank 1: its join options (output, strategy) differ from rank 0's") == 0,
+          std::string("a rank with other options: ") + e.what());
   }
   if (rank == 0) std::printf("a failing rank: checked\n");
 }

@@ -266,6 +266,18 @@ void check_failing_ranks() {
     check(e.rank() == ranks - 1 && std::string(e.what()).find("'nope'") != std::string::npos,
           std::string("a rank naming a missing key column: ") + e.what());
   }
+  // Rank 1 asks for another kind of join: its steps would differ (row indices cross for some kinds), so
+  // it is refused, not left to hang in a collective the others never call.
+  TableJoinOptions other = o;
+  if (rank == 1) other.how = JoinKind::LeftOuter;
+  try {
+    dist_join_tables(right.all(), right.all(), other);
+    check(false, "a rank with other options: no error");
+  } catch (const mgjoin::dist::RankError& e) {
+    check(e.rank() == 1 && std::string(e.what()).find("rank 1: its join options (how, output, materialization, strategy) "
+                                                        "differ from rank 0's") == 0,
+          std::string("a rank with other options: ") + e.what());
+  }
   if (rank == 0) std::printf("failing ranks: checked\n");
 }
 
