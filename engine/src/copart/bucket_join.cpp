@@ -146,7 +146,6 @@ class Resident {
 
   std::int64_t rows(int k, Side side) const { return gpus_[k].side[static_cast<int>(side)].filled; }
 
-
  private:
   struct Part {
     std::int64_t bound = 0, filled = 0;
