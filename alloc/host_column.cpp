@@ -80,6 +80,11 @@ class PinnedCache {
     limit_ = 0;
   }
 
+  std::size_t bytes() {
+    const std::lock_guard lock(mutex_);
+    return cached_;
+  }
+
   /// Frees the cached blocks (host memory is short); returns the bytes freed.
   std::size_t release() {
     const std::lock_guard lock(mutex_);
@@ -182,6 +187,7 @@ void* allocate_new(std::size_t bytes, DType type, std::int64_t size, MemoryKind*
 
 namespace alloc {
 std::uint64_t release_pinned_cache() { return PinnedCache::instance().release(); }
+std::uint64_t pinned_cache_bytes() { return PinnedCache::instance().bytes(); }
 }  // namespace alloc
 
 void HostColumn::Free::operator()(void* p) const {

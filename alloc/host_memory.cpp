@@ -193,6 +193,13 @@ void expect_host_memory(std::uint64_t bytes, const std::string& what) {
   }
 }
 
+bool host_memory_would_hold(std::uint64_t bytes) {
+  const HostMemoryRoom room = host_memory_room(read_host_memory());
+  if (!room.bytes) return true;
+  const std::uint64_t usable = *room.bytes + pinned_cache_bytes() - std::min(*room.bytes, kHostMemoryReserve);
+  return bytes <= usable;
+}
+
 void expect_host_rows(std::uint64_t rows, std::uint64_t row_bytes, const std::string& what) {
   std::uint64_t bytes = 0;
   if (mul_overflows(rows, row_bytes, &bytes)) bytes = ~std::uint64_t{0};

@@ -187,7 +187,7 @@ struct Engine::Impl {
       const sort::SortPlan paper_plan = this->plan(r, s);
       // The paper flow would refuse these: it is no choice then.
       if (std::max(paper_plan.k_r, paper_plan.k_s) > static_cast<int>(host_merge::kMaxRuns)) return true;
-      expect_merge_memory(r, s, paper_plan);
+      if (!alloc::host_memory_would_hold(merge_memory_needed(r, s, paper_plan))) return true;
       paper = detail::predict_seconds(detail::paper_traffic(r, s, paper_plan), rates);
     } catch (const Error&) {
       return true;  // the paper flow has no plan here
@@ -230,6 +230,12 @@ struct Engine::Impl {
   /// of a relation sorted in several chunksets. Checked before the sort phase, so that a join that
   /// cannot fit is refused before it has done anything.
   void expect_merge_memory(const RelationView& r, const RelationView& s, const sort::SortPlan& plan) const {
+    if (const std::uint64_t needed = merge_memory_needed(r, s, plan))
+      alloc::expect_host_memory(needed, "the merge phase's buffers (the inputs take several chunksets)");
+  }
+
+  /// Host bytes the merge phase's buffers need beyond those the engine holds (0: none, or one chunkset).
+  std::uint64_t merge_memory_needed(const RelationView& r, const RelationView& s, const sort::SortPlan& plan) const {
     std::uint64_t keys = 0, payloads = 0;
     for (const auto& [rel, k] : {std::pair{&r, plan.k_r}, std::pair{&s, plan.k_s}}) {
       if (k <= 1) continue;
@@ -237,8 +243,7 @@ struct Engine::Impl {
       if (rel->payload) payloads = std::max<std::uint64_t>(payloads, rel->payload->bytes());
     }
     const auto more = [](std::uint64_t want, std::uint64_t have) { return want > have ? want - have : 0; };
-    const std::uint64_t needed = more(keys, merge_buffers.keys.bytes()) + more(payloads, merge_buffers.payloads.bytes());
-    if (needed > 0) alloc::expect_host_memory(needed, "the merge phase's buffers (the inputs take several chunksets)");
+    return more(keys, merge_buffers.keys.bytes()) + more(payloads, merge_buffers.payloads.bytes());
   }
 
   /// One join on this engine (Engine::join_checked's body, inside its cancel scope and pins).

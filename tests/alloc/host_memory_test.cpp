@@ -117,6 +117,15 @@ TEST(HostColumnSize, ASizeWhoseBytesOverflowIsRefusedNotWrapped) {
   }
 }
 
+TEST_F(HostMemoryLimit, WouldHoldComparesWithTheRoomLikeTheCheck) {
+  limit("1M");  // below what the process holds: no room
+  EXPECT_FALSE(alloc::host_memory_would_hold(std::uint64_t{1} << 30));
+  EXPECT_THROW(alloc::expect_host_memory(std::uint64_t{1} << 30, "a test's buffers"), OutOfMemory);
+  limit("1T");
+  EXPECT_TRUE(alloc::host_memory_would_hold(std::uint64_t{1} << 30));
+  EXPECT_NO_THROW(alloc::expect_host_memory(std::uint64_t{1} << 30, "a test's buffers"));
+}
+
 TEST_F(HostMemoryLimit, ARoomyCapChangesNothing) {
   limit("1T");
   EXPECT_EQ(HostColumn::allocate(DType::UInt32, 32 << 20).size(), 32 << 20);

@@ -350,7 +350,7 @@ TEST(PlanStreamed, TheSmallerRelationStaysResidentWhenBothDoNotFit) {
 
 TEST(PlanStreamed, SeveralGpusLandAWholeRoundAndCarryPayloads) {
   TwoRelations rel(2'000'000, 30'000'000);
-  const std::uint64_t bytes = 512ull << 20;
+  const std::uint64_t bytes = 640ull << 20;
   const CopartPlan p = plan_copart(rel.r(), rel.s(), 2, OutputMode::Materialize, bytes, fake_scratch(), PayloadFlow::Auto);
   ASSERT_TRUE(p.fits && p.streamed) << p.reason;
   EXPECT_FALSE(p.late);  // a stream carries its payloads
@@ -384,6 +384,8 @@ TEST(PlanStreamed, LessMemoryMeansMoreRunsOrSmallerChunksAndAlwaysFits) {
     EXPECT_LE(peak(p), mib << 20) << p.reason;
     if (!p.streamed) continue;
     some_fit = true;
+    // Runs taken so that the stream fits beside X's sort are a preference, not the memory's need.
+    if (p.stream_beside_sort) continue;
     // Shrinking memory never buys bigger chunks and fewer runs at once.
     EXPECT_TRUE(p.chunk_rows < last_chunk || (p.chunk_rows == last_chunk && p.resident_runs >= last_runs)) << p.reason;
     last_runs = p.resident_runs;
@@ -392,6 +394,36 @@ TEST(PlanStreamed, LessMemoryMeansMoreRunsOrSmallerChunksAndAlwaysFits) {
   EXPECT_TRUE(some_fit);
   EXPECT_TRUE(some_refused);
   EXPECT_GT(last_runs, 1);  // at the tightest streamed fit, X is sorted in several runs
+}
+
+TEST(PlanStreamed, TheStreamSitsBesideTheResidentSortWhereBothFit) {
+  TwoRelations rel(8'000'000, 40'000'000);
+  bool beside = false, in_place = false;
+  for (std::uint64_t mib = 1024; mib >= 96; mib -= 16) {
+    const CopartPlan p = plan_copart(rel.r(), rel.s(), 1, OutputMode::Count, mib << 20, fake_scratch());
+    if (!p.fits || !p.streamed) continue;
+    const GpuBudget& b = p.budget[0];
+    EXPECT_EQ(b.together, p.stream_beside_sort);
+    if (p.stream_beside_sort) {
+      beside = true;
+      // Both held at once, and one GPU sorts X in two runs at least (the first while the second crosses).
+      EXPECT_EQ(b.peak(), b.partitions + b.held + b.transfer + b.output);
+      EXPECT_LE(b.peak(), mib << 20) << p.reason;
+      EXPECT_GE(p.resident_runs, 2) << p.reason;
+      EXPECT_NE(p.reason.find("beside the stream"), std::string::npos) << p.reason;
+    } else {
+      in_place = true;
+      EXPECT_EQ(b.peak(), b.partitions + b.held + std::max(b.transfer, b.output));
+      // Beside the sort it would not have fit with the runs the preference allows.
+      CopartPlan q = p;
+      force_streamed(q, rel.r(), rel.s(), p.chunk_rows, std::max(2, p.resident_runs), OutputMode::Count, fake_scratch(), true);
+      if (p.resident_runs <= 2) {
+        EXPECT_FALSE(q.fits) << q.reason;
+      }
+    }
+  }
+  EXPECT_TRUE(beside);
+  EXPECT_TRUE(in_place);
 }
 
 TEST(PlanStreamed, ForcedShapeRecomputesTheBudget) {

@@ -2,7 +2,8 @@
 // against a hash-multimap reference that shares no code with it. Two levels:
 // - StreamedFlow: plans forced into many rounds and several runs at small sizes (force_streamed), run
 //   on stacks of this test's own: random and adversarial inputs (flow_check.hpp), either side resident,
-//   count and materialized, g = 1 and 2, copy engines and NCCL;
+//   count and materialized, g = 1 and 2, copy engines and NCCL, the landings in place of X's sort
+//   buffers or beside them;
 // - StreamedPlanner: through the public API, a GPU memory limit that holds the smaller relation but not
 //   both (found per g by the planner's own arithmetic) makes the planner stream, and the answer is still
 //   the reference's.
@@ -37,6 +38,7 @@ using copart::CopartPlan;
 struct StreamShape {
   std::int64_t chunk_rows;
   int runs;
+  bool beside_sort = false;  ///< Y's landings beside X's run sort: its first rounds cross while X sorts
 };
 
 /// Joins R and S with the streamed variant forced to `shape` on GPUs 0..g-1, on stacks of this test's own.
@@ -46,7 +48,7 @@ JoinResult run_streamed(const Relation& r, const Relation& s, int g, OutputMode 
   const RelationView rv = gpus.r(), sv = gpus.s();
   const copart::ScratchSizes scratch = copart::device_scratch_sizes();
   CopartPlan plan = copart::plan_copart(rv, sv, g, output, OwnGpus::kDeviceBytes, scratch, PayloadFlow::Carry);
-  copart::force_streamed(plan, rv, sv, shape.chunk_rows, shape.runs, output, scratch);
+  copart::force_streamed(plan, rv, sv, shape.chunk_rows, shape.runs, output, scratch, shape.beside_sort);
   EXPECT_TRUE(plan.fits) << plan.reason;
   JoinResult result;
   copart::run_copart(rv, sv, plan, output, gpus.context(copart::pinned_bytes_needed(plan, output), exchange), result);
@@ -55,10 +57,11 @@ JoinResult run_streamed(const Relation& r, const Relation& s, int g, OutputMode 
 
 /// Count and materialized output of the streamed variant against the reference, for the shapes given.
 void check_streamed(const Relation& r, const Relation& s, const std::string& name,
-                    std::vector<StreamShape> shapes = {{4096, 3}, {50'000, 1}}) {
+                    std::vector<StreamShape> shapes = {{4096, 3}, {50'000, 1}, {8192, 2, true}}) {
   check_flow(r, s, name, shapes, [&](int g, OutputMode output, StreamShape shape) { return run_streamed(r, s, g, output, shape); },
              [](StreamShape shape) {
-               return "chunks of " + std::to_string(shape.chunk_rows) + ", " + std::to_string(shape.runs) + " runs";
+               return "chunks of " + std::to_string(shape.chunk_rows) + ", " + std::to_string(shape.runs) + " runs" +
+                      (shape.beside_sort ? ", beside the sort" : "");
              });
 }
 
@@ -82,7 +85,7 @@ TEST_F(StreamedFlow, AdversarialInputs) {
   std::mt19937_64 rng(announce_seed());
   for (const FlowInput& in : adversarial_inputs(rng))
     if (in.small)
-      check_streamed(in.r, in.s, in.name, {{1000, 2}});
+      check_streamed(in.r, in.s, in.name, {{1000, 2}, {1000, 2, true}});
     else
       check_streamed(in.r, in.s, in.name);
 }
@@ -96,6 +99,7 @@ TEST_F(StreamedFlow, NcclExchange) {
   const JoinResult m = run_streamed(r, s, 2, OutputMode::Materialize, {8192, 2}, Exchange::Nccl);
   EXPECT_TRUE(result_tuples(m) == expected);
   EXPECT_EQ(run_streamed(r, s, 2, OutputMode::Count, {8192, 2}, Exchange::Nccl).count, expected.size());
+  EXPECT_TRUE(result_tuples(run_streamed(r, s, 2, OutputMode::Materialize, {8192, 2, true}, Exchange::Nccl)) == expected);
 }
 
 /// R of `r_rows` distinct keys; S of `s_rows` keys, nine in ten of them R's (so about 0.9 |S| matches).

@@ -132,8 +132,9 @@ TupleCounter join_kernel_count(const void* r, std::uint64_t nr, const void* s, s
 TupleCounter resident_count(const void* x, std::uint64_t nx, const void* y, std::uint64_t ny, int key_bytes,
                             std::uint64_t start, DeviceStack& dev) {
   DeviceBuffer<TupleCounter> tuples(dev, 1);
+  DeviceBuffer<std::byte> scratch(dev, copart::resident_join_scratch_bytes());
   start_at(tuples, start);
-  copart::resident_join({key_bytes, x, nx, y, ny}, tuples.data(), {}, nullptr);
+  copart::resident_join({key_bytes, x, nx, y, ny}, tuples.data(), {}, scratch.data(), nullptr);
   MGJOIN_CUDA_TRY(cudaDeviceSynchronize());
   return read(tuples);
 }

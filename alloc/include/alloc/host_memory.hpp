@@ -63,6 +63,14 @@ void expect_host_rows(std::uint64_t rows, std::uint64_t row_bytes, const std::st
 /// Frees the pinned blocks kept for reuse (HostColumn's cache); returns the bytes freed.
 std::uint64_t release_pinned_cache();
 
+/// Bytes of the pinned blocks kept for reuse.
+std::uint64_t pinned_cache_bytes();
+
+/// Whether `bytes` more (and the reserve) fit the machine's room, counting the pinned blocks kept for
+/// reuse as free (expect_host_memory would free them) but freeing nothing: for a plan that only
+/// compares flows, which must not cost the next join its pinned output columns.
+bool host_memory_would_hold(std::uint64_t bytes);
+
 /// The same check against given readings (tests).
 void expect_host_memory(std::uint64_t bytes, const std::string& what, const HostMemoryReadings& readings);
 

@@ -1,14 +1,22 @@
 // run_copart: executes a co-partitioned plan (copart_join.hpp draws the flow).
 //
 // Streams per GPU: `h2d` brings chunks in, `part` partitions them, one lane per source GPU receives
-// the partitions sent to this GPU (copy engines; `xchg` for NCCL), `work` sorts, joins and writes the
-// output. Two chunk slots per GPU: chunk t + 1 arrives while chunk t is partitioned and chunk t - 1's
-// partitions are on NVLink. One host thread drives every GPU; it blocks only to read a chunk's
-// segment sizes, which it needs to address the copies and to check them against the plan's bounds.
+// the partitions sent to this GPU (copy engines; `xchg` for NCCL), `work` sorts and joins, `out`
+// writes the output windows and `d2h` copies them out. Two chunk slots per GPU: chunk t + 1 arrives
+// while chunk t is partitioned and chunk t - 1's partitions are on NVLink. One host thread drives every
+// GPU; it blocks only to read a chunk's segment sizes, which it needs to address the copies and to
+// check them against the plan's bounds, and a join's count, which places its output.
+//
+// One GPU: a relation crosses straight into its partition in runs (its sorted runs), and each run is
+// sorted as soon as it has crossed, while the next one crosses. Counting in core, S's runs are also
+// joined with R's as they are sorted: once S is in, only its last run's sort and joins are left.
 //
 // Streamed (copart_join.hpp): X arrives and is sorted run by run as above; then each round of Y lands
-// in one of two landings per GPU (t % 2), so round t + 1's chunks cross PCIe and NVLink while round t
-// is sorted, joined against X's runs and (materialize) written out.
+// in one of kLandings landings per GPU (t % kLandings), so that the next round's chunks cross PCIe and
+// NVLink while round t is sorted, joined against X's runs and (materialize) written out; a landing is
+// refilled once the windows of its previous round are written. The output windows are written on
+// `out` from two alternating sets of match arrays, so that round t's output crosses PCIe while round
+// t + 1 is sorted and joined.
 #include "engine/src/copart/copart_join.hpp"
 
 #include "engine/src/copart/chunk_slot.hpp"
@@ -38,6 +46,12 @@ namespace {
 using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
 using PinnedBuffer = alloc::StackBuffer<std::byte, alloc::PinnedStackAllocator>;
 using Clock = std::chrono::steady_clock;
+
+/// One GPU counting in core: R crosses in 2 runs and S in 4, each sorted as it arrives, and every run
+/// of S is joined with both runs of R as soon as it is sorted. A join reads all of R whatever the run of
+/// S, so more runs of S would add more joins than they take from the tail (the last run's sort and
+/// joins); R's two runs let its sort begin halfway through its transfer.
+constexpr std::array<int, 2> kArrivalRuns{2, 4};
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -117,6 +131,21 @@ struct OutputArrays {
   }
 };
 
+/// A GPU's two output windows (device memory, and pinned staging when the result columns are not
+/// pinned): one is written while the other crosses PCIe. They live as long as the flow, so that the
+/// host may go on while a round's last windows are still crossing; `copied` orders their reuse.
+struct OutputWindows {
+  std::array<DeviceBuffer, 2> device;
+  std::array<PinnedBuffer, 2> staging;
+  std::array<gpu::Event, 2> written, copied;
+  int next = 0;  ///< the window the next job takes
+
+  void release() {
+    for (auto& b : staging) b.release();
+    for (auto& b : device) b.release();
+  }
+};
+
 /// Rows [first, first + rows) of a sorted partition (a run of it, or all of it).
 struct SortedRows {
   const Partition* p = nullptr;
@@ -127,29 +156,37 @@ struct Gpu {
   int device = 0;
   alloc::DeviceStackAllocator* memory = nullptr;
   alloc::PinnedStackAllocator* pinned = nullptr;
-  gpu::Stream h2d, part, work, xchg, d2h;
+  gpu::Stream h2d, part, work, xchg, d2h, out;
   std::vector<gpu::Stream> lanes;  ///< per source GPU
   std::array<Partition, 2> partition;
+  /// One GPU: per side, recorded on h2d once each run of its partition has crossed.
+  std::array<std::vector<gpu::Event>, 2> run_in;
   DeviceBuffer counter;
+  DeviceBuffer join_scratch;  ///< resident_join's, shared by the joins on the work stream
   std::array<DeviceBuffer, 2> maps;  ///< late payloads, g > 1: per landed row, its row in its chunk
   std::array<std::uint64_t, 2> map_filled{};  ///< rows of each map handed to chunks so far
   std::array<gpu::Event, 2> payloads_in;  ///< late payloads, per side: recorded once all arrived (timed)
   DeviceBuffer alt_keys, alt_payload, sort_temp;
   std::array<Slot, 2> slots;
   gpu::Event tail_begin, sorted, join_begin, joined;
-  // Streamed: round t of Y lands in landing[t % 2]; `consumed` is recorded on `work` once the round's
+  // Streamed: round t of Y lands in landing[t % kLandings]; `consumed` is recorded once the round's
   // joins and output windows have read it, `landed` (one GPU) once its H2D is done.
-  std::array<Partition, 2> landing;
-  std::array<gpu::Event, 2> consumed, landed;
-  std::array<bool, 2> consumed_recorded{};
+  std::array<Partition, kLandings> landing;
+  std::array<gpu::Event, kLandings> consumed, landed;
+  std::array<bool, kLandings> consumed_recorded{};
   DeviceBuffer landing_alt_keys, landing_alt_payload, landing_temp;
-  OutputArrays out;
+  /// Streamed, materialize: the output jobs (round, run) alternate between two sets of match arrays;
+  /// `arrays_free[k]` is recorded on `out` once the windows reading set k are written.
+  std::array<OutputArrays, 2> arrays;
+  std::array<gpu::Event, 2> arrays_free;
+  std::array<bool, 2> arrays_free_recorded{};
+  OutputWindows windows;
 };
 
 class Flow {
  public:
-  Flow(const RelationView& r, const RelationView& s, const CopartPlan& plan, const CopartContext& ctx)
-      : rel_{r, s}, plan_(plan), ctx_(ctx), g_(static_cast<int>(ctx.devices.size())),
+  Flow(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output, const CopartContext& ctx)
+      : rel_{r, s}, plan_(plan), ctx_(ctx), output_(output), g_(static_cast<int>(ctx.devices.size())),
         key_xor_(ordered_key_xor(r.key.type)) {
     MGJOIN_EXPECTS(g_ == plan.partitions.gpus, "the plan was made for another GPU count");
     gpus_.reserve(g_);
@@ -164,7 +201,8 @@ class Flow {
   ~Flow() {
     for (const auto& gpu : gpus_) {
       gpu::DeviceGuard guard(gpu.device);
-      for (const gpu::Stream* stream : {&gpu.h2d, &gpu.part, &gpu.work, &gpu.xchg, &gpu.d2h}) cudaStreamSynchronize(*stream);
+      for (const gpu::Stream* stream : {&gpu.h2d, &gpu.part, &gpu.work, &gpu.xchg, &gpu.d2h, &gpu.out})
+        cudaStreamSynchronize(*stream);
       for (const gpu::Stream& lane : gpu.lanes) cudaStreamSynchronize(lane);
     }
   }
@@ -196,21 +234,37 @@ class Flow {
     }
   }
 
-  /// Sorts each GPU's partition of `side` once everything sent to it has arrived.
+  /// Sorts each GPU's partition of `side` run by run, each run once it has arrived (several GPUs: once
+  /// everything sent to the GPU has); counting on arrival, joins each run of S as it is sorted. Issued
+  /// once: a second call does nothing.
   void sort_partitions(Side side) {
+    if (std::exchange(sorts_issued_[static_cast<int>(side)], true)) return;
+    const bool joins = counts_on_arrival() && side == Side::S;
     for (int d = 0; d < g_; ++d) {
       Gpu& gpu = gpus_[d];
       gpu::DeviceGuard guard(gpu.device);
-      wait_arrivals(gpu, side);
+      if (g_ > 1) wait_inbound(gpu, gpu.work);
       Partition& p = gpu.partition[static_cast<int>(side)];
       if (!p.positions.empty())
         fill_positions(reinterpret_cast<std::uint32_t*>(p.positions.data()), static_cast<std::uint64_t>(p.rows), gpu.work);
-      const bool timed = side == Side::S && !plan_.streamed;  // the in-core tail begins with S's sort
-      if (timed) gpu.tail_begin.record(gpu.work);
-      sort_partition(gpu, side);
-      if (timed) gpu.sorted.record(gpu.work);
+      if (joins) MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
+      // In core, the tail begins once S's last run is in: what is left of S's sorts (and joins).
+      const bool timed = side == Side::S && !plan_.streamed;
+      for (int i = 0; i < runs(side); ++i) {
+        const SortedRows run = run_of(p, side, i);
+        if (g_ == 1) wait_run(gpu, side, i, run);
+        const bool last = i + 1 == runs(side);
+        if (timed && last) gpu.tail_begin.record(gpu.work);
+        sort_rows(gpu, side, p, run.first, run.rows, gpu.alt_keys, gpu.alt_payload, gpu.sort_temp);
+        if (timed && last) gpu.sorted.record(gpu.work);
+        if (joins) count_run_of_s(gpu, run, last);
+      }
     }
   }
+
+  /// One GPU counting in core: R and S cross in runs that are sorted (and S's joined) as they arrive,
+  /// and Flow::join() only reads the count.
+  bool counts_on_arrival() const { return output_ == OutputMode::Count && g_ == 1 && !plan_.streamed; }
 
   /// Waits until every input byte has arrived where it belongs.
   void wait_transfer() {
@@ -242,16 +296,17 @@ class Flow {
     std::uint64_t total = 0;
   };
 
-  /// Joins every resident pair and returns the counts (match arrays filled when given).
+  /// Joins every resident pair and returns the counts (match arrays filled when given; counting on
+  /// arrival, the joins were issued with S's sorts).
   /// @throw InputError when the output has 2^64 or more tuples, before anything reads the arrays.
   Counts join(std::span<const MatchArrays> arrays) {
-    for (int d = 0; d < g_; ++d) {
+    for (int d = 0; d < g_ && !counts_on_arrival(); ++d) {
       Gpu& gpu = gpus_[d];
       gpu::DeviceGuard guard(gpu.device);
       MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
       gpu.join_begin.record(gpu.work);
       resident_join(pair_of(whole(gpu, x_side()), whole(gpu, plan_.probe)), counter(gpu),
-                    arrays.empty() ? MatchArrays{} : arrays[d], gpu.work);
+                    arrays.empty() ? MatchArrays{} : arrays[d], gpu.join_scratch.data(), gpu.work);
       gpu.joined.record(gpu.work);
     }
     std::vector<mgjoin::detail::TupleCounter> counters;
@@ -265,8 +320,9 @@ class Flow {
   /// returns its rows.
   std::uint64_t materialize(OutputColumns& out, const OutputInto& into, PhaseStat& stat);
 
-  /// Streamed: once X is sorted, gives its sort buffers back and takes the landings of Y, their sort
-  /// buffers and (materialize) the match arrays. Expects wait_transfer() first.
+  /// Streamed: takes the landings of Y, their sort buffers and (materialize) the match arrays: once X is
+  /// sorted, in place of its sort buffers, or at once beside them (CopartPlan::stream_beside_sort).
+  /// Expects wait_transfer() first.
   void begin_stream(OutputMode output);
   /// Streamed: brings Y through round by round, joins each round against every run of X and counts
   /// (result.count) or writes the output into `out`'s columns (`into` says what share of the input
@@ -309,7 +365,13 @@ class Flow {
     gpu.work = gpu::Stream(gpu.device);
     gpu.xchg = gpu::Stream(gpu.device);
     gpu.d2h = gpu::Stream(gpu.device);
+    gpu.out = gpu::Stream(gpu.device);
     for (int j = 0; j < g_; ++j) gpu.lanes.emplace_back(gpu.device);
+    for (int k = 0; k < 2; ++k) {
+      gpu.windows.written[k] = gpu::Event(gpu.device, false);
+      gpu.windows.copied[k] = gpu::Event(gpu.device, false);
+      gpu.arrays_free[k] = gpu::Event(gpu.device, false);
+    }
     gpu.tail_begin = gpu::Event(gpu.device);
     gpu.sorted = gpu::Event(gpu.device);
     gpu.join_begin = gpu::Event(gpu.device);
@@ -328,6 +390,7 @@ class Flow {
         p.positions = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, p.capacity * 4));
     }
     gpu.counter = DeviceBuffer(*gpu.memory, sizeof(mgjoin::detail::TupleCounter));
+    gpu.join_scratch = DeviceBuffer(*gpu.memory, resident_join_scratch_bytes());
     // Late payloads keep the slots and maps to the end: below the sort buffers, which go first.
     if (g_ > 1 && plan_.late) {
       for (int side = 0; side < 2; ++side)
@@ -346,6 +409,7 @@ class Flow {
     p.capacity = plan_.sizes.bound[static_cast<int>(x_side())][d];
     make_partition_buffers(gpu, p, widths(x_side()));
     gpu.counter = DeviceBuffer(*gpu.memory, sizeof(mgjoin::detail::TupleCounter));
+    gpu.join_scratch = DeviceBuffer(*gpu.memory, resident_join_scratch_bytes());
     if (g_ > 1)
       for (auto& slot : gpu.slots) make_slot(gpu, slot);
     make_sort_buffers(gpu);
@@ -361,7 +425,7 @@ class Flow {
     const Widths* widths[2] = {&plan_.r, &plan_.s};
     for (int side = 0; side < 2; ++side) {
       if (plan_.streamed && side != static_cast<int>(x_side())) continue;
-      const std::int64_t rows = run_capacity(gpu.partition[side].capacity);
+      const std::int64_t rows = run_capacity(gpu.partition[side].capacity, runs(static_cast<Side>(side)));
       keys = std::max<std::size_t>(keys, rows * widths[side]->key_bytes);
       payload = std::max<std::size_t>(payload, rows * plan_.sorted_payload_bytes(static_cast<Side>(side)));
       temp = std::max(temp, sort::local_sort_temp_bytes(layout(static_cast<Side>(side)), rows));
@@ -389,28 +453,57 @@ class Flow {
     return widths(side).payload_bytes ? relation(side).payload->data : nullptr;
   }
 
-  /// One GPU: the relation goes straight into its partition (keys flipped at sort time).
+  /// One GPU: the relation goes straight into its partition (keys flipped at sort time), run by run,
+  /// each run's arrival recorded for its sort.
   void transfer_whole(Side side) {
     Gpu& gpu = gpus_[0];
     Partition& p = gpu.partition[static_cast<int>(side)];
     const std::int64_t n = relation(side).size();
     MGJOIN_EXPECTS(n <= p.capacity, "one GPU's partition is the whole relation");
     gpu::DeviceGuard guard(gpu.device);
-    copy_rows_in(gpu, side, 0, n, p);
+    p.rows = n;
+    auto& arrived = gpu.run_in[static_cast<int>(side)];
+    arrived.clear();
+    for (int i = 0; i < runs(side); ++i) {
+      const SortedRows run = run_of(p, side, i);
+      copy_rows_in(gpu, side, run.first, run.rows, p);
+      arrived.emplace_back(gpu.device, false);
+      arrived.back().record(gpu.h2d);
+    }
   }
 
-  /// One GPU: rows [first, first + rows) of `side` H2D into `p` as they are (keys unflipped), on h2d.
-  /// The rows may be in this GPU's memory already (the bucketed flow's resident groups): the copy's
-  /// direction follows the pointers.
-  void copy_rows_in(Gpu& gpu, Side side, std::int64_t first, std::int64_t rows, Partition& p) {
+  /// One GPU: rows [first, first + rows) of `side` H2D into the same rows of `p` (a landing: from its
+  /// first row on) as they are (keys unflipped), on h2d. The rows may be in this GPU's memory already
+  /// (the bucketed flow's resident groups): the copy's direction follows the pointers.
+  void copy_rows_in(Gpu& gpu, Side side, std::int64_t first, std::int64_t rows, Partition& p, bool landing = false) {
     const Widths w = key_pass_widths(side);
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.keys.data(), at(relation(side).key.data, first, w.key_bytes), rows * w.key_bytes,
-                                    cudaMemcpyDefault, gpu.h2d));
+    const std::int64_t to = landing ? 0 : first;
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(p.keys, to, w.key_bytes), at(relation(side).key.data, first, w.key_bytes),
+                                    rows * w.key_bytes, cudaMemcpyDefault, gpu.h2d));
     if (w.payload_bytes)
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(p.payload.data(), at(host_payload(side), first, w.payload_bytes),
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(p.payload, to, w.payload_bytes), at(host_payload(side), first, w.payload_bytes),
                                       rows * w.payload_bytes, cudaMemcpyDefault, gpu.h2d));
-    p.rows = rows;
     bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
+  }
+
+  /// One GPU: the work stream waits for run i of `side` to cross, then flips its keys (they came as
+  /// they are).
+  void wait_run(Gpu& gpu, Side side, int i, const SortedRows& run) {
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, gpu.run_in[static_cast<int>(side)][i], 0));
+    flip_keys(widths(side).key_bytes, at(gpu.partition[static_cast<int>(side)].keys, run.first, widths(side).key_bytes),
+              run.rows, key_xor_, gpu.work);
+  }
+
+  /// Counting on arrival: joins a run of S, just sorted, with every run of R; the last run's joins are
+  /// the in-core tail's join.
+  void count_run_of_s(Gpu& gpu, const SortedRows& s_run, bool last) {
+    if (last) gpu.join_begin.record(gpu.work);
+    for (int i = 0; i < runs(Side::R); ++i) {
+      const SortedRows r_run = run_of(gpu.partition[static_cast<int>(Side::R)], Side::R, i);
+      const ResidentPair pair = x_side() == Side::R ? pair_of(r_run, s_run) : pair_of(s_run, r_run);
+      if (r_run.rows && s_run.rows) resident_join(pair, counter(gpu), {}, gpu.join_scratch.data(), gpu.work);
+    }
+    if (last) gpu.joined.record(gpu.work);
   }
 
   /// Several GPUs: round t gives GPU j the chunk t·g + j; each chunk is partitioned where it lands and
@@ -607,23 +700,6 @@ class Flow {
     }
   }
 
-  /// The work stream waits for `side` to arrive; one GPU's keys came unflipped (straight H2D).
-  void wait_arrivals(Gpu& gpu, Side side) {
-    wait_inbound(gpu, gpu.work);
-    if (g_ == 1)
-      flip_keys(widths(side).key_bytes, gpu.partition[static_cast<int>(side)].keys.data(),
-                gpu.partition[static_cast<int>(side)].rows, key_xor_, gpu.work);
-  }
-
-  /// Sorts a partition; the streamed variant's X in plan_.resident_runs runs (one run's sort buffers).
-  void sort_partition(Gpu& gpu, Side side) {
-    Partition& p = gpu.partition[static_cast<int>(side)];
-    for (int i = 0; i < runs(); ++i) {
-      const SortedRows run = run_of(p, i);
-      sort_rows(gpu, side, p, run.first, run.rows, gpu.alt_keys, gpu.alt_payload, gpu.sort_temp);
-    }
-  }
-
   /// Sorts rows [first, first + rows) of `p` (keys with their payloads or positions) on the work stream.
   void sort_rows(Gpu& gpu, Side side, Partition& p, std::int64_t first, std::int64_t rows, DeviceBuffer& alt_keys,
                  DeviceBuffer& alt_payload, DeviceBuffer& temp) {
@@ -637,11 +713,17 @@ class Flow {
     if (where == sort::SortedIn::Alternate) sort::copy_tuples(l, keys, payload, alt_keys.data(), alt, rows, gpu.work);
   }
 
-  int runs() const { return plan_.streamed ? plan_.resident_runs : 1; }
-  /// Rows of a partition of `capacity` rows that one run holds at most.
-  std::int64_t run_capacity(std::int64_t capacity) const { return (capacity + runs() - 1) / runs(); }
-  SortedRows run_of(const Partition& p, int i) const {
-    const std::int64_t per = run_capacity(p.rows);
+  /// The sorted runs of `side`'s partition: the streamed variant's X in plan_.resident_runs (one run's
+  /// sort buffers); counting on arrival, kArrivalRuns; else one.
+  int runs(Side side) const {
+    if (plan_.streamed) return side == x_side() ? plan_.resident_runs : 1;
+    return counts_on_arrival() ? kArrivalRuns[static_cast<int>(side)] : 1;
+  }
+  /// Rows of a partition of `capacity` rows that one of `runs` runs holds at most.
+  static std::int64_t run_capacity(std::int64_t capacity, int runs) { return (capacity + runs - 1) / runs; }
+  /// Run i of `side`'s partition p.
+  SortedRows run_of(const Partition& p, Side side, int i) const {
+    const std::int64_t per = run_capacity(p.rows, runs(side));
     const std::int64_t first = std::min(p.rows, i * per);
     return {&p, first, std::min(per, p.rows - first)};
   }
@@ -710,13 +792,27 @@ class Flow {
 
   void write_windows(Gpu& gpu, const OutputWindowArgs& common, std::uint64_t base, std::uint64_t total,
                      JoinResult& result);
+  /// Waits for every GPU's output windows to be written and copied out.
+  void drain_output() {
+    for (auto& gpu : gpus_) {
+      gpu::DeviceGuard guard(gpu.device);
+      gpu.out.synchronize();
+      gpu.d2h.synchronize();
+    }
+  }
+  /// `waiter` waits for the work issued on `gpu`'s work stream so far.
+  static void follow_work(Gpu& gpu, cudaStream_t waiter) {
+    gpu::Event issued(gpu.device, false);
+    issued.record(gpu.work);
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(waiter, issued, 0));
+  }
   OutputWindowArgs window_args(const SortedRows& x, const SortedRows& y, const OutputArrays& arrays) const;
 
   // Streamed rounds (definitions below the class).
-  /// Where round t's segments of `side` for GPU d go: its partition, or (streamed Y) landing t % 2.
+  /// Where round t's segments of `side` for GPU d go: its partition, or (streamed Y) landing t % kLandings.
   Partition& destination(int d, Side side, std::size_t t) {
     Gpu& gpu = gpus_[d];
-    return plan_.streamed && side == plan_.probe ? gpu.landing[t % 2] : gpu.partition[static_cast<int>(side)];
+    return plan_.streamed && side == plan_.probe ? gpu.landing[t % kLandings] : gpu.partition[static_cast<int>(side)];
   }
   int bring_round(std::int64_t t);
   void land_round(int slot, std::int64_t t);
@@ -724,8 +820,9 @@ class Flow {
   void count_round(int lb);
   /// `before` and `after`: the share of Y that had arrived before this round and after it.
   void output_round(int lb, OutputColumns& out, double before, double after);
-  void consumed(Gpu& gpu, int lb) {
-    gpu.consumed[lb].record(gpu.work);
+  /// Landing lb's round is done with once `stream` (work, or out where windows read it) gets here.
+  void consumed(Gpu& gpu, int lb, cudaStream_t stream) {
+    gpu.consumed[lb].record(stream);
     gpu.consumed_recorded[lb] = true;
   }
   /// `stream` waits until landing lb's previous round has been joined and written out.
@@ -736,11 +833,14 @@ class Flow {
   std::array<RelationView, 2> rel_;
   const CopartPlan& plan_;
   CopartContext ctx_;
+  OutputMode output_;
   int g_;
   std::uint64_t key_xor_;
   std::vector<Gpu> gpus_;
   std::vector<cudaStream_t> lanes_;  ///< [dst * g + src]
   int turn_ = 0;
+  std::array<bool, 2> sorts_issued_{};
+  std::uint64_t output_jobs_ = 0;  ///< streamed: output jobs (round, run) so far; their parity picks the arrays
   std::array<std::vector<Round>, 2> rounds_;  ///< the key pass, per side (g > 1)
   std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0;
 };
@@ -772,6 +872,8 @@ std::uint64_t Flow::materialize(OutputColumns& out, const OutputInto& into, Phas
     const OutputWindowArgs common = window_args(whole(gpus_[d], x_side()), whole(gpus_[d], plan_.probe), arrays[d]);
     write_windows(gpus_[d], common, base + bases[d], counts.per_gpu[d], out.result());
   });
+  drain_output();
+  for (auto& gpu : gpus_) gpu.windows.release();
   stat.seconds = seconds_since(t0);
   stat.bytes_pcie = total * row_bytes;
   return total;
@@ -781,11 +883,15 @@ void Flow::begin_stream(OutputMode output) {
   const sort::TupleLayout l = layout(plan_.probe);
   for (auto& gpu : gpus_) {
     gpu::DeviceGuard guard(gpu.device);
-    gpu.work.synchronize();
-    gpu.sort_temp.release();
-    gpu.alt_payload.release();
-    gpu.alt_keys.release();
-    for (int lb = 0; lb < 2; ++lb) {
+    // The landings take the sort buffers' place once X is sorted, or sit beside them (the rounds'
+    // sorts follow X's on the work stream).
+    if (!plan_.stream_beside_sort) {
+      gpu.work.synchronize();
+      gpu.sort_temp.release();
+      gpu.alt_payload.release();
+      gpu.alt_keys.release();
+    }
+    for (int lb = 0; lb < kLandings; ++lb) {
       gpu.landing[lb].capacity = plan_.landing_rows;
       make_partition_buffers(gpu, gpu.landing[lb], widths(plan_.probe));
       gpu.consumed[lb] = gpu::Event(gpu.device, false);
@@ -794,7 +900,8 @@ void Flow::begin_stream(OutputMode output) {
     gpu.landing_alt_keys = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, plan_.landing_rows * l.key_bytes));
     if (l.payload_bytes) gpu.landing_alt_payload = DeviceBuffer(*gpu.memory, plan_.landing_rows * l.payload_bytes);
     gpu.landing_temp = DeviceBuffer(*gpu.memory, std::max<std::size_t>(1, sort::local_sort_temp_bytes(l, plan_.landing_rows)));
-    if (output == OutputMode::Materialize) gpu.out = make_output_arrays(gpu, static_cast<std::uint64_t>(plan_.landing_rows));
+    if (output == OutputMode::Materialize)
+      for (auto& a : gpu.arrays) a = make_output_arrays(gpu, static_cast<std::uint64_t>(plan_.landing_rows));
     MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
   }
 }
@@ -803,41 +910,43 @@ void Flow::stream(JoinResult& result, OutputColumns* out, const OutputInto& into
   const std::int64_t n = relation(plan_.probe).size();
   const std::int64_t per_round = plan_.chunk_rows * g_;
   const std::int64_t rounds = (n + per_round - 1) / per_round;
-  // Round t's chunks are issued before round t - 1 is joined, so that they cross while it is.
-  int pending_slot = -1;
-  for (std::int64_t t = 0; t <= rounds; ++t) {
+  // Rounds t + 1 .. t + ahead are issued before round t is joined, so that they cross while it is: on
+  // one GPU every landing but the joined one's (the copies wait for their landings' earlier rounds),
+  // on several one round (its chunks fill one of the two chunk slots that land_round empties).
+  const std::int64_t ahead = g_ == 1 ? kLandings - 1 : 1;
+  std::vector<int> slots(static_cast<std::size_t>(rounds), -1);
+  for (std::int64_t t = 0; t < std::min(ahead, rounds); ++t) slots[t] = bring_round(t);
+  for (std::int64_t t = 0; t < rounds; ++t) {
     mgjoin::detail::throw_if_cancelled();
-    const int slot = t < rounds ? bring_round(t) : -1;
-    if (t > 0) {
-      const int lb = static_cast<int>((t - 1) % 2);
-      if (g_ > 1) land_round(pending_slot, t - 1);
-      if (out)
-        output_round(lb, *out, into.at(static_cast<double>((t - 1) * per_round) / static_cast<double>(n)),
-                     into.at(static_cast<double>(std::min(n, t * per_round)) / static_cast<double>(n)));
-      else
-        count_round(lb);
-    }
-    pending_slot = slot;
+    if (t + ahead < rounds) slots[t + ahead] = bring_round(t + ahead);
+    const int lb = static_cast<int>(t % kLandings);
+    if (g_ > 1) land_round(slots[t], t);
+    if (out)
+      output_round(lb, *out, into.at(static_cast<double>(t * per_round) / static_cast<double>(n)),
+                   into.at(static_cast<double>(std::min(n, (t + 1) * per_round)) / static_cast<double>(n)));
+    else
+      count_round(lb);
   }
-  if (out) return;
+  if (out) return drain_output();
   std::vector<mgjoin::detail::TupleCounter> counters;
   for (auto& gpu : gpus_) counters.push_back(read_counter(gpu));
   result.count = mgjoin::detail::total_tuples(counters, {});
 }
 
-/// One GPU: round t's chunk goes straight into landing t % 2. Several: each GPU's chunk goes into a slot
+/// One GPU: round t's chunk goes straight into landing t % kLandings. Several: each GPU's chunk goes into a slot
 /// and is partitioned there (land_round sends it on). Returns the slot.
 int Flow::bring_round(std::int64_t t) {
   const Side y = plan_.probe;
   const std::int64_t n = relation(y).size();
   if (g_ == 1) {
     Gpu& gpu = gpus_[0];
-    const int lb = static_cast<int>(t % 2);
+    const int lb = static_cast<int>(t % kLandings);
     Partition& l = gpu.landing[lb];
     const std::int64_t first = t * plan_.chunk_rows;
     gpu::DeviceGuard guard(gpu.device);
     wait_consumed(gpu, lb, gpu.h2d);
-    copy_rows_in(gpu, y, first, std::min(plan_.chunk_rows, n - first), l);
+    l.rows = std::min(plan_.chunk_rows, n - first);
+    copy_rows_in(gpu, y, first, l.rows, l, /*landing=*/true);
     gpu.landed[lb].record(gpu.h2d);
     return 0;
   }
@@ -851,10 +960,10 @@ int Flow::bring_round(std::int64_t t) {
   return b;
 }
 
-/// Several GPUs: sends round t's partitioned chunks (slot `slot`) into the owners' landings t % 2, once
+/// Several GPUs: sends round t's partitioned chunks (slot `slot`) into the owners' landings t % kLandings, once
 /// the landing's previous round is consumed; the work streams then wait for the copies.
 void Flow::land_round(int slot, std::int64_t t) {
-  const int lb = static_cast<int>(t % 2);
+  const int lb = static_cast<int>(t % kLandings);
   for (auto& gpu : gpus_) {
     gpu::DeviceGuard guard(gpu.device);
     gpu.landing[lb].rows = 0;
@@ -883,48 +992,64 @@ void Flow::count_round(int lb) {
     gpu::DeviceGuard guard(gpu.device);
     sort_landing(gpu, lb);
     const SortedRows y{&gpu.landing[lb], 0, gpu.landing[lb].rows};
-    for (int i = 0; i < runs() && y.rows; ++i) {
-      const SortedRows x = run_of(gpu.partition[static_cast<int>(x_side())], i);
-      if (x.rows) resident_join(pair_of(x, y), counter(gpu), {}, gpu.work);
+    for (int i = 0; i < runs(x_side()) && y.rows; ++i) {
+      const SortedRows x = run_of(gpu.partition[static_cast<int>(x_side())], x_side(), i);
+      if (x.rows) resident_join(pair_of(x, y), counter(gpu), {}, gpu.join_scratch.data(), gpu.work);
     }
-    consumed(gpu, lb);
+    consumed(gpu, lb, gpu.work);
   }
 }
 
-/// Joins landing lb with X's runs one run at a time: every GPU counts and scans its pair, the host
-/// places each GPU's rows in the output, and every GPU writes them out (one thread each).
+/// Joins landing lb with X's runs one run at a time (an output job each): every GPU counts and scans
+/// its pair into one of its two sets of match arrays, the host places each GPU's rows in the output, and
+/// every GPU's `out` stream writes them while its work stream goes on to the next job.
 void Flow::output_round(int lb, OutputColumns& out, double before, double after) {
   for (auto& gpu : gpus_) {
     gpu::DeviceGuard guard(gpu.device);
     sort_landing(gpu, lb);
   }
-  for (int i = 0; i < runs(); ++i) {
+  const int n_runs = runs(x_side());
+  for (int i = 0; i < n_runs; ++i) {
+    const auto set = static_cast<int>(output_jobs_++ % 2);
     std::vector<SortedRows> xs(g_), ys(g_);
     std::vector<std::uint64_t> counts(g_, 0), bases(g_, 0);
     for (int d = 0; d < g_; ++d) {
       Gpu& gpu = gpus_[d];
       gpu::DeviceGuard guard(gpu.device);
-      xs[d] = run_of(gpu.partition[static_cast<int>(x_side())], i);
+      xs[d] = run_of(gpu.partition[static_cast<int>(x_side())], x_side(), i);
       ys[d] = {&gpu.landing[lb], 0, gpu.landing[lb].rows};
       if (xs[d].rows == 0 || ys[d].rows == 0) continue;
+      // The set is free once the windows of the job two before have been written from it.
+      if (gpu.arrays_free_recorded[set]) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, gpu.arrays_free[set], 0));
       MGJOIN_CUDA_TRY(cudaMemsetAsync(gpu.counter.data(), 0, sizeof(mgjoin::detail::TupleCounter), gpu.work));
-      resident_join(pair_of(xs[d], ys[d]), counter(gpu), gpu.out.view(), gpu.work);
-      scan_matches(gpu, gpu.out, static_cast<std::uint64_t>(ys[d].rows));
+      resident_join(pair_of(xs[d], ys[d]), counter(gpu), gpu.arrays[set].view(), gpu.join_scratch.data(), gpu.work);
+      scan_matches(gpu, gpu.arrays[set], static_cast<std::uint64_t>(ys[d].rows));
     }
+    CheckedSum rows;
     for (int d = 0; d < g_; ++d) {
       if (xs[d].rows == 0 || ys[d].rows == 0) continue;
       const mgjoin::detail::TupleCounter c = read_counter(gpus_[d]);
       counts[d] = mgjoin::detail::total_tuples({&c, 1}, {});
-      // The last run ends exactly at `after` (1 for the last round: the columns grow to their rows).
-      bases[d] = out.reserve(counts[d], i + 1 == runs() ? after : before + (after - before) * (i + 1) / runs());
+      rows.add(counts[d]);
     }
+    // Columns that must grow are copied: the windows still crossing into them land first.
+    if (rows.overflowed || !out.holds(rows.value)) drain_output();
+    for (int d = 0; d < g_; ++d)
+      if (counts[d])  // the last run ends exactly at `after` (1 for the last round: the columns grow to their rows)
+        bases[d] = out.reserve(counts[d], i + 1 == n_runs ? after : before + (after - before) * (i + 1) / n_runs);
     on_every_gpu([&](int d) {
-      if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].out), bases[d], counts[d], out.result());
+      if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].arrays[set]), bases[d], counts[d], out.result());
     });
+    for (auto& gpu : gpus_) {
+      gpu::DeviceGuard guard(gpu.device);
+      follow_work(gpu, gpu.out);  // a job without windows still frees its set after its join
+      gpu.arrays_free[set].record(gpu.out);
+      gpu.arrays_free_recorded[set] = true;
+    }
   }
   for (auto& gpu : gpus_) {
     gpu::DeviceGuard guard(gpu.device);
-    consumed(gpu, lb);
+    consumed(gpu, lb, gpu.out);  // out has followed the round's joins, and written its windows
   }
 }
 
@@ -956,8 +1081,11 @@ OutputWindowArgs Flow::window_args(const SortedRows& x, const SortedRows& y, con
 }
 
 /// One GPU's output rows [base, base + total) of the result, column by column (key, R's payload, S's
-/// payload), each window by window: the GPU writes window k + 1 while window k crosses PCIe. Late
-/// payloads are still arriving while the key column goes out; a payload column waits for its side's.
+/// payload), each window by window, on the out stream after the work issued so far (the join and scan
+/// that filled the arrays): the GPU writes window k + 1 while window k crosses PCIe. Late payloads are
+/// still arriving while the key column goes out; a payload column waits for its side's. Pinned result
+/// columns take the windows straight, and the host returns at once (drain_output() waits for them);
+/// pageable ones go through the pinned staging, which the host copies out window by window.
 void Flow::write_windows(Gpu& gpu, const OutputWindowArgs& common, std::uint64_t base, std::uint64_t total,
                          JoinResult& result) {
   if (total == 0) return;
@@ -978,25 +1106,29 @@ void Flow::write_windows(Gpu& gpu, const OutputWindowArgs& common, std::uint64_t
   const std::uint64_t window_bytes = window * widest;
   const auto pinned = [](const HostColumn* c) { return c->size() == 0 || c->memory_kind() == MemoryKind::Pinned; };
   const bool direct = std::all_of(columns.begin(), columns.end(), [&](const Column& c) { return pinned(c.to); });
-  DeviceBuffer device_out[2] = {DeviceBuffer(*gpu.memory, window_bytes), DeviceBuffer(*gpu.memory, window_bytes)};
-  PinnedBuffer staging[2];
-  if (!direct)
-    for (auto& st : staging) st = PinnedBuffer(*gpu.pinned, window_bytes);
-  gpu::Event written[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
-  gpu::Event copied[2] = {gpu::Event(gpu.device, false), gpu::Event(gpu.device, false)};
+  OutputWindows& w = gpu.windows;
+  if (w.device[0].empty())
+    for (auto& b : w.device) b = DeviceBuffer(*gpu.memory, window_bytes);
+  if (!direct && w.staging[0].empty())
+    for (auto& st : w.staging) st = PinnedBuffer(*gpu.pinned, window_bytes);
+  follow_work(gpu, gpu.out);
   const std::uint64_t jobs = windows * columns.size();
+  const int first_window = w.next;
+  w.next = static_cast<int>((static_cast<std::uint64_t>(first_window) + jobs) % 2);
+  // Job k uses window (first_window + k) % 2: the parity goes on from the GPU's previous jobs.
+  const auto window_of = [&](std::uint64_t k) { return static_cast<int>((first_window + k) % 2); };
   const auto rows_of = [&](std::uint64_t w) {
     const std::uint64_t o0 = w * window;
     return std::pair{o0, std::min(total, o0 + window) - o0};
   };
-  // Job k is window k % windows of column k / windows; buffers alternate by job.
+  // Job k is window k % windows of column k / windows.
   auto issue = [&](std::uint64_t k) {
     const Column& c = columns[k / windows];
     const auto [o0, n] = rows_of(k % windows);
-    const int b = static_cast<int>(k % 2);
-    std::byte* out = device_out[b].data();
+    const int b = window_of(k);
+    std::byte* out = w.device[b].data();
     if (k % windows == 0 && !c.key && plan_.late)
-      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, gpu.payloads_in[static_cast<int>(c.side)], 0));
+      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.out, gpu.payloads_in[static_cast<int>(c.side)], 0));
     OutputWindowArgs a = common;
     a.o_begin = o0;
     a.o_end = o0 + n;
@@ -1004,25 +1136,23 @@ void Flow::write_windows(Gpu& gpu, const OutputWindowArgs& common, std::uint64_t
     a.out_r_payload = !c.key && c.side == Side::R ? out : nullptr;
     a.out_s_payload = !c.key && c.side == Side::S ? out : nullptr;
     // The buffer is free once its previous copy out is done; the copy out runs on its own stream.
-    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.work, copied[b], 0));
-    write_output_window(a, gpu.work);
-    written[b].record(gpu.work);
-    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.d2h, written[b], 0));
-    std::byte* to = direct ? c.to->as<std::byte>() + (base + o0) * c.bytes : staging[b].data();
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.out, w.copied[b], 0));
+    write_output_window(a, gpu.out);
+    w.written[b].record(gpu.out);
+    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.d2h, w.written[b], 0));
+    std::byte* to = direct ? c.to->as<std::byte>() + (base + o0) * c.bytes : w.staging[b].data();
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(to, out, n * c.bytes, cudaMemcpyDeviceToHost, gpu.d2h));
-    copied[b].record(gpu.d2h);
+    w.copied[b].record(gpu.d2h);
   };
-  // Straight into pinned columns the host need not wait between windows: the streams order the
-  // buffers' reuse. Through staging it copies each window out before its buffer is reused.
+  // Straight into pinned columns the host need not wait: the streams order the windows' reuse.
+  // Through staging it copies each window out before its staging is reused.
   auto drain = [&](std::uint64_t k) {
-    if (direct) {
-      if (k + 1 == jobs) gpu.d2h.synchronize();
-      return;
-    }
-    copied[k % 2].synchronize();
+    if (direct) return;
+    const int b = window_of(k);
+    w.copied[b].synchronize();
     const Column& c = columns[k / windows];
     const auto [o0, n] = rows_of(k % windows);
-    const ByteCopy copy{c.to->as<std::byte>() + (base + o0) * c.bytes, staging[k % 2].data(), n * c.bytes};
+    const ByteCopy copy{c.to->as<std::byte>() + (base + o0) * c.bytes, w.staging[b].data(), n * c.bytes};
     copy_in_blocks({&copy, 1});
   };
   issue(0);
@@ -1133,8 +1263,8 @@ void run_streamed(Flow& flow, const CopartPlan& plan, OutputColumns* out, const 
 
 /// The in-core flow's state between its steps.
 struct InCoreJoin::State {
-  State(const RelationView& r, const RelationView& s, const CopartPlan& plan, const CopartContext& context)
-      : flow(r, s, plan, context), plan(plan) {}
+  State(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output, const CopartContext& context)
+      : flow(r, s, plan, output, context), plan(plan) {}
   Flow flow;
   const CopartPlan& plan;
   /// The host's time in start() and in arrive()'s wait: the whole transfer when the steps run back to
@@ -1148,7 +1278,7 @@ InCoreJoin::InCoreJoin(const RelationView& r, const RelationView& s, const Copar
     : output_(output), into_(into) {
   MGJOIN_EXPECTS(plan.fits && !plan.streamed, "InCoreJoin runs an in-core plan");
   MGJOIN_EXPECTS(output != OutputMode::Materialize || into.columns, "a materialized InCoreJoin writes into given columns");
-  state_ = std::make_unique<State>(r, s, plan, context);
+  state_ = std::make_unique<State>(r, s, plan, output, context);
 }
 
 InCoreJoin::~InCoreJoin() = default;
@@ -1159,6 +1289,8 @@ void InCoreJoin::start() {
   state_->flow.sort_partitions(Side::R);  // runs on the work streams while S arrives
   mgjoin::detail::throw_if_cancelled();
   state_->flow.transfer(Side::S);
+  // Counting on one GPU, S's runs are sorted and joined as they arrive (stream-ordered behind them).
+  if (state_->flow.counts_on_arrival()) state_->flow.sort_partitions(Side::S);
   state_->transfer_seconds += seconds_since(t0);
 }
 
@@ -1199,7 +1331,7 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   if (output == OutputMode::Materialize && !out) out = &own.emplace(r, s, plan.r, plan.s, result);
   if (output != OutputMode::Materialize) out = nullptr;
   if (plan.streamed) {
-    Flow flow(r, s, plan, context);
+    Flow flow(r, s, plan, output, context);
     run_streamed(flow, plan, out, into, result);
   } else {
     OutputInto in_core = into;

@@ -159,6 +159,22 @@ __global__ void flip_kernel(K* keys, std::int64_t n, K key_xor) {
 constexpr int kJoinThreads = 256;
 constexpr int kJoinItems = 8;
 constexpr int kJoinTile = kJoinThreads * kJoinItems;
+/// Tiles joined per launch: their merge-path bounds are found first, one thread each, so that the
+/// searches' dependent loads overlap one another instead of holding each tile's block (a block that
+/// searched its own bounds spent most of its time waiting on them).
+constexpr std::uint64_t kJoinSliceTiles = std::uint64_t{1} << 16;
+
+/// bounds[i] = the X index where the merge path crosses diagonal (first_tile + i) * kJoinTile, for
+/// i in [0, tiles].
+template <class K>
+__global__ void merge_path_bounds_kernel(const K* __restrict__ x, std::uint64_t nx, const K* __restrict__ y,
+                                         std::uint64_t ny, std::uint64_t first_tile, std::uint64_t tiles,
+                                         std::uint64_t* bounds) {
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i > tiles) return;
+  const std::uint64_t diag = std::min<std::uint64_t>((first_tile + i) * kJoinTile, nx + ny);
+  bounds[i] = detail::merge_path_search(x, nx, y, ny, diag);
+}
 
 /// One merge-path tile of X and Y per block (ties taken from X first, so every x equal to a probe key y
 /// is merged before y). For y in the tile: #x <= y is the tile's X start plus the tile's x <= y (x after
@@ -167,17 +183,12 @@ constexpr int kJoinTile = kJoinThreads * kJoinItems;
 template <class K>
 __global__ void __launch_bounds__(kJoinThreads)
     resident_join_kernel(const K* __restrict__ x, std::uint64_t nx, const K* __restrict__ y, std::uint64_t ny,
+                         std::uint64_t first_tile, const std::uint64_t* __restrict__ bounds,
                          detail::TupleCounter* count, std::uint64_t* matches, std::uint64_t* first_match) {
   __shared__ K tile[kJoinTile];
-  __shared__ std::uint64_t bounds[2];
-  const std::uint64_t diag0 = static_cast<std::uint64_t>(blockIdx.x) * kJoinTile;
+  const std::uint64_t diag0 = (first_tile + blockIdx.x) * kJoinTile;
   const std::uint64_t diag1 = std::min<std::uint64_t>(diag0 + kJoinTile, nx + ny);
-  if (threadIdx.x < 2) {
-    const std::uint64_t diag = threadIdx.x == 0 ? diag0 : diag1;
-    bounds[threadIdx.x] = detail::merge_path_search(x, nx, y, ny, diag);
-  }
-  __syncthreads();
-  const std::uint64_t x0 = bounds[0], x1 = bounds[1];
+  const std::uint64_t x0 = bounds[blockIdx.x], x1 = bounds[blockIdx.x + 1];
   const std::uint64_t y0 = diag0 - x0, y1 = diag1 - x1;
   const auto tx = static_cast<unsigned>(x1 - x0), ty = static_cast<unsigned>(y1 - y0);
   for (unsigned i = threadIdx.x; i < tx + ty; i += kJoinThreads) tile[i] = i < tx ? x[x0 + i] : y[y0 + i - tx];
@@ -308,20 +319,30 @@ void flip_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor,
   });
 }
 
-void resident_join(const ResidentPair& p, detail::TupleCounter* count, const MatchArrays& arrays, cudaStream_t stream) {
+std::size_t resident_join_scratch_bytes() { return (kJoinSliceTiles + 1) * sizeof(std::uint64_t); }
+
+void resident_join(const ResidentPair& p, detail::TupleCounter* count, const MatchArrays& arrays, void* scratch,
+                   cudaStream_t stream) {
   if (arrays.matches) MGJOIN_CUDA_TRY(cudaMemsetAsync(arrays.matches + p.ny, 0, sizeof(std::uint64_t), stream));
   if (p.nx == 0 || p.ny == 0) {
     if (arrays.matches) MGJOIN_CUDA_TRY(cudaMemsetAsync(arrays.matches, 0, p.ny * sizeof(std::uint64_t), stream));
     return;
   }
-  const std::uint64_t blocks = (p.nx + p.ny + kJoinTile - 1) / kJoinTile;
-  MGJOIN_EXPECTS(blocks < (1ull << 31), "resident join: pair too large for one grid");
+  auto* bounds = static_cast<std::uint64_t*>(scratch);
+  const std::uint64_t tiles = (p.nx + p.ny + kJoinTile - 1) / kJoinTile;
   dispatch_key_width(p.key_bytes, [&](auto key) {
     using K = decltype(key);
-    resident_join_kernel<K><<<static_cast<unsigned>(blocks), kJoinThreads, 0, stream>>>(
-        static_cast<const K*>(p.x_keys), p.nx, static_cast<const K*>(p.y_keys), p.ny, count, arrays.matches,
-        arrays.first_match);
-    MGJOIN_CHECK_LAUNCH();
+    const auto* x = static_cast<const K*>(p.x_keys);
+    const auto* y = static_cast<const K*>(p.y_keys);
+    // Slice by slice on one stream: a slice's bounds are overwritten only once its tiles are joined.
+    for (std::uint64_t first = 0; first < tiles; first += kJoinSliceTiles) {
+      const std::uint64_t n = std::min(kJoinSliceTiles, tiles - first);
+      merge_path_bounds_kernel<K><<<static_cast<unsigned>((n + 1 + 255) / 256), 256, 0, stream>>>(x, p.nx, y, p.ny, first, n, bounds);
+      MGJOIN_CHECK_LAUNCH();
+      resident_join_kernel<K><<<static_cast<unsigned>(n), kJoinThreads, 0, stream>>>(
+          x, p.nx, y, p.ny, first, bounds, count, arrays.matches, arrays.first_match);
+      MGJOIN_CHECK_LAUNCH();
+    }
   });
 }
 

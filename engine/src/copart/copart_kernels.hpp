@@ -80,11 +80,15 @@ struct MatchArrays {
   std::uint64_t* first_match = nullptr;
 };
 
+/// Device scratch of resident_join (the merge-path bounds of one slice of tiles): a fixed size.
+std::size_t resident_join_scratch_bytes();
+
 /// Merge-path join of a resident pair: adds the number of matching (x, y) pairs to *count (device;
 /// checked: a count that reaches 2^64 sets its flag), and fills `arrays` when their pointers are set.
 /// O(nx + ny) work in coalesced tiles; a key run longer than a tile costs one binary search per probe
-/// row of the tiles it spans.
-void resident_join(const ResidentPair& pair, detail::TupleCounter* count, const MatchArrays& arrays,
+/// row of the tiles it spans. `scratch` (resident_join_scratch_bytes()) is used stream-ordered: joins
+/// on one stream may share it.
+void resident_join(const ResidentPair& pair, detail::TupleCounter* count, const MatchArrays& arrays, void* scratch,
                    cudaStream_t stream);
 
 /// Device scratch of the exclusive scan of `n` 64-bit counts.

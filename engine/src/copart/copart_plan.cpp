@@ -26,6 +26,8 @@ constexpr std::uint64_t kWindowRows = std::uint64_t{1} << 23;
 constexpr std::int64_t kMaxStreamChunkRows = std::int64_t{1} << 27;
 /// Streamed: most sort runs per resident partition (each run is one merge-path pass per round).
 constexpr int kMaxResidentRuns = 16;
+/// Streamed: most runs taken so that Y's landings fit beside X's run sort (more runs, more passes).
+constexpr int kMaxRunsBesideStream = 4;
 /// Room kept on each GPU for counters, segment bounds and allocation alignment.
 constexpr std::uint64_t kSlackBytes = 64ull << 20;
 
@@ -69,11 +71,16 @@ std::uint64_t slot_bytes(const CopartPlan& p, int gpus, const ScratchSizes& scra
   return two_slots_bytes(p.chunk_rows, p.r, p.s, p.sizes.max_copies, gpus, scratch);
 }
 
-/// Materialize: match arrays and their scan for `ny` probe rows, and two output windows (the output
+/// Materialize: match arrays and their scan for `ny` probe rows.
+std::uint64_t match_arrays_bytes(std::uint64_t ny, const ScratchSizes& scratch) {
+  return 3 * (ny + 1) * 8 + scratch.scan(ny + 1);
+}
+
+/// Materialize: `sets` sets of match arrays for `ny` probe rows, and two output windows (the output
 /// goes out column by column, a window at a time).
-std::uint64_t output_bytes(const CopartPlan& p, std::uint64_t ny, const ScratchSizes& scratch) {
+std::uint64_t output_bytes(const CopartPlan& p, std::uint64_t ny, const ScratchSizes& scratch, int sets = 1) {
   const std::uint64_t widest = std::max({p.r.key_bytes, p.r.payload_bytes, p.s.payload_bytes});
-  return 3 * (ny + 1) * 8 + scratch.scan(ny + 1) + 2 * p.window_rows * widest;
+  return sets * match_arrays_bytes(ny, scratch) + 2 * p.window_rows * widest;
 }
 
 GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, const ScratchSizes& scratch) {
@@ -117,10 +124,13 @@ GpuBudget streamed_budget_for(const CopartPlan& p, int d, int gpus, OutputMode o
   b.partitions = rows_x * width(*w[x]) + kSlackBytes;
   b.transfer = run_rows * width(*w[x]) + scratch.sort(static_cast<std::int64_t>(run_rows), w[x]->key_bytes, w[x]->payload_bytes);
   if (gpus > 1) b.held = slot_bytes(p, gpus, scratch);
-  // Two landings (one arriving while the other is joined), the sort's second buffer and scratch.
+  // kLandings landings (the next rounds arriving while one is joined), the sort's second buffer and
+  // scratch; two sets of match arrays (a round's windows are written from one while the next round
+  // joins into the other).
   const auto landing = u64(p.landing_rows);
-  b.output = 3 * landing * width(*w[y]) + scratch.sort(p.landing_rows, w[y]->key_bytes, w[y]->payload_bytes);
-  if (output == OutputMode::Materialize) b.output += output_bytes(p, landing, scratch);
+  b.output = (kLandings + 1) * landing * width(*w[y]) + scratch.sort(p.landing_rows, w[y]->key_bytes, w[y]->payload_bytes);
+  if (output == OutputMode::Materialize) b.output += output_bytes(p, landing, scratch, 2);
+  b.together = p.stream_beside_sort;
   return b;
 }
 
@@ -147,9 +157,10 @@ std::string budget_text(const GpuBudget& b, int gpu, int gpus, std::uint64_t dev
          names[3] + " " + gib(b.output) + ") of its " + gib(device_bytes);
 }
 
-/// Shapes `p` as the streamed variant with the given chunk and run count; returns the tightest GPU.
+/// Shapes `p` as the streamed variant with the given chunk, run count and landings (beside X's sort or
+/// in its place); returns the tightest GPU.
 int shape_streamed(CopartPlan& p, std::int64_t chunk, int runs, const std::int64_t (&n)[2], OutputMode output,
-                   const ScratchSizes& scratch) {
+                   const ScratchSizes& scratch, bool beside_sort = false) {
   const int gpus = p.partitions.gpus;
   p.streamed = true;
   p.late = false;
@@ -157,9 +168,26 @@ int shape_streamed(CopartPlan& p, std::int64_t chunk, int runs, const std::int64
   p.probe = n[0] <= n[1] ? Side::S : Side::R;  // the larger relation streams
   p.chunk_rows = chunk;
   p.resident_runs = runs;
+  p.stream_beside_sort = beside_sort;
   p.landing_rows = chunk * (gpus > 1 ? gpus * p.sizes.max_copies[static_cast<int>(p.probe)] : 1);
   const int tightest = size_buffers(p, gpus, n, output, scratch);
   p.fits = p.budget[tightest].peak() <= p.device_bytes;
+  return tightest;
+}
+
+/// A streamed plan that fits, reshaped (same chunk) so that Y's landings sit beside X's run sort, where
+/// that fits with at most kMaxRunsBesideStream runs: Y then starts crossing once X is in, not once it is
+/// sorted. One GPU also takes at least two runs, so that its first run sorts while the second crosses
+/// (several GPUs sort once everything has arrived). Returns the tightest GPU; `p` unchanged when no
+/// such shape fits.
+int prefer_stream_beside_sort(CopartPlan& p, const std::int64_t (&n)[2], OutputMode output, const ScratchSizes& scratch,
+                              int tightest) {
+  const CopartPlan found = p;
+  for (int runs = std::max(p.resident_runs, p.partitions.gpus == 1 ? 2 : 1); runs <= kMaxRunsBesideStream; runs *= 2) {
+    const int t = shape_streamed(p, p.chunk_rows, runs, n, output, scratch, /*beside_sort=*/true);
+    if (p.fits) return t;
+  }
+  p = found;
   return tightest;
 }
 
@@ -175,9 +203,11 @@ void plan_streamed(CopartPlan& p, int gpus, const std::int64_t (&n)[2], OutputMo
       tightest = shape_streamed(p, chunk, runs, n, output, scratch);
     if (p.fits || chunk == kMinChunkRows) break;
   }
+  if (p.fits) tightest = prefer_stream_beside_sort(p, n, output, scratch, tightest);
   const char* x_name = p.probe == Side::S ? "R" : "S";
   p.reason += std::string(p.fits ? "; co-partitioned, streamed: " : "; not streamed either: ") + x_name + " resident in " +
-              std::to_string(p.resident_runs) + " sorted run(s), " + (p.probe == Side::S ? "S" : "R") + " in chunks of " +
+              std::to_string(p.resident_runs) + " sorted run(s)" + (p.stream_beside_sort ? " beside the stream" : "") +
+              ", " + (p.probe == Side::S ? "S" : "R") + " in chunks of " +
               std::to_string(p.chunk_rows) + " rows per GPU, " + budget_text(p.budget[tightest], tightest, gpus, p.device_bytes, true);
 }
 
@@ -465,10 +495,10 @@ CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, con
 }
 
 void force_streamed(CopartPlan& plan, const RelationView& r, const RelationView& s, std::int64_t chunk_rows, int runs,
-                    OutputMode output, const ScratchSizes& scratch) {
+                    OutputMode output, const ScratchSizes& scratch, bool beside_sort) {
   MGJOIN_EXPECTS(chunk_rows >= 1 && runs >= 1, "a streamed plan needs chunks and runs");
   const std::int64_t n[2] = {r.size(), s.size()};
-  const int tightest = shape_streamed(plan, chunk_rows, runs, n, output, scratch);
+  const int tightest = shape_streamed(plan, chunk_rows, runs, n, output, scratch, beside_sort);
   plan.reason = std::string(plan.fits ? "co-partitioned, streamed (forced): " : "not streamed (forced): ") +
                 budget_text(plan.budget[tightest], tightest, plan.partitions.gpus, plan.device_bytes, true);
 }

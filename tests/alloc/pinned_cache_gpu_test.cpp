@@ -1,0 +1,50 @@
+// The pinned cache (HostColumn's blocks kept for reuse) against host-memory checks, on a machine where
+// columns are really pinned. Skips without a GPU.
+#include <mgjoin/error.hpp>
+#include <mgjoin/types.hpp>
+
+#include "alloc/host_memory.hpp"
+#include "common/gpu.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace mgjoin {
+namespace {
+
+/// Caps host memory below what the process holds (no room at all) for one test.
+class NoHostRoom : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MGJOIN_REQUIRE_GPUS(1);
+    alloc::release_pinned_cache();
+  }
+  void TearDown() override {
+    unsetenv("MGJOIN_HOST_MEMORY_LIMIT");
+    alloc::release_pinned_cache();
+  }
+};
+
+// The cost model compares flows with host_memory_would_hold: it must not free the previous join's
+// output blocks, which the next join's output reuses (freeing them cost a 64 GB join 3 s of re-pinning).
+TEST_F(NoHostRoom, ComparingFlowsKeepsThePinnedBlocksThatACheckFrees) {
+  const std::int64_t rows = 32 << 20;  // 256 MiB: a block registered as pinned
+  {
+    const HostColumn c = HostColumn::allocate(DType::UInt64, rows, MemoryKind::Pinned);
+    ASSERT_EQ(c.memory_kind(), MemoryKind::Pinned);
+  }
+  const std::uint64_t cached = alloc::pinned_cache_bytes();
+  ASSERT_GE(cached, static_cast<std::uint64_t>(rows) * 8);
+  setenv("MGJOIN_HOST_MEMORY_LIMIT", "1M", 1);
+  // The cached block counts as room (a join needing it would have it freed) ...
+  EXPECT_TRUE(alloc::host_memory_would_hold(cached / 2));
+  EXPECT_FALSE(alloc::host_memory_would_hold(cached * 4));
+  // ... but only the real check frees it.
+  EXPECT_EQ(alloc::pinned_cache_bytes(), cached);
+  EXPECT_THROW(alloc::expect_host_memory(cached * 4, "a test's buffers"), OutOfMemory);
+  EXPECT_EQ(alloc::pinned_cache_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace mgjoin
