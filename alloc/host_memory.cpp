@@ -193,11 +193,17 @@ void expect_host_memory(std::uint64_t bytes, const std::string& what) {
   }
 }
 
-bool host_memory_would_hold(std::uint64_t bytes) {
-  const HostMemoryRoom room = host_memory_room(read_host_memory());
+bool host_memory_would_hold(std::uint64_t bytes, const HostMemoryReadings& readings, std::uint64_t cached) {
+  const HostMemoryRoom room = host_memory_room(readings);
   if (!room.bytes) return true;
-  const std::uint64_t usable = *room.bytes + pinned_cache_bytes() - std::min(*room.bytes, kHostMemoryReserve);
-  return bytes <= usable;
+  // What expect_host_memory would see once it freed the cached blocks: their bytes back in the room,
+  // then the reserve taken off it.
+  const std::uint64_t freed = *room.bytes + cached;
+  return bytes <= freed - std::min(freed, kHostMemoryReserve);
+}
+
+bool host_memory_would_hold(std::uint64_t bytes) {
+  return host_memory_would_hold(bytes, read_host_memory(), pinned_cache_bytes());
 }
 
 void expect_host_rows(std::uint64_t rows, std::uint64_t row_bytes, const std::string& what) {

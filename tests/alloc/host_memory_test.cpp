@@ -77,6 +77,27 @@ TEST(ExpectHostMemory, FitsOrNamesWhatNeededItAndTheBound) {
   EXPECT_NO_THROW(alloc::expect_host_memory(1ull << 62, "anything", HostMemoryReadings{}));  // no bound read
 }
 
+TEST(HostMemoryWouldHold, CountsTheCachedBlocksAsTheCheckWouldOnceItFreedThem) {
+  const std::uint64_t reserve = alloc::kHostMemoryReserve;
+  HostMemoryReadings r;
+  // Room below the reserve: the cached blocks come back into the room before the reserve is taken off
+  // (100 MiB + 1 GiB - 256 MiB can be had, as expect_host_memory finds after freeing them).
+  r.mem_available = 100ull << 20;
+  const std::uint64_t cached = GiB;
+  const std::uint64_t usable = (100ull << 20) + cached - reserve;
+  EXPECT_TRUE(alloc::host_memory_would_hold(usable, r, cached));
+  EXPECT_FALSE(alloc::host_memory_would_hold(usable + 1, r, cached));
+  // Plenty of room: the same arithmetic, the cache on top.
+  r.mem_available = 61 * GiB;
+  EXPECT_TRUE(alloc::host_memory_would_hold(61 * GiB - reserve, r, 0));
+  EXPECT_FALSE(alloc::host_memory_would_hold(61 * GiB - reserve + 1, r, 0));
+  EXPECT_TRUE(alloc::host_memory_would_hold(62 * GiB - reserve, r, GiB));
+  // Nothing to cache and no room at all: nothing fits; no bound read: everything does.
+  r.mem_available = 0;
+  EXPECT_FALSE(alloc::host_memory_would_hold(1, r, 0));
+  EXPECT_TRUE(alloc::host_memory_would_hold(1ull << 62, HostMemoryReadings{}, 0));
+}
+
 TEST(FormatBytes, Units) {
   EXPECT_EQ(alloc::format_bytes(512), "512 B");
   EXPECT_EQ(alloc::format_bytes(1536), "1.5 KiB");

@@ -74,6 +74,9 @@ bool host_memory_would_hold(std::uint64_t bytes);
 /// The same check against given readings (tests).
 void expect_host_memory(std::uint64_t bytes, const std::string& what, const HostMemoryReadings& readings);
 
+/// host_memory_would_hold against given readings and `cached` bytes of pinned blocks (tests).
+bool host_memory_would_hold(std::uint64_t bytes, const HostMemoryReadings& readings, std::uint64_t cached);
+
 /// "40.0 GiB", "512.0 MiB", "4096 B": sizes in messages.
 std::string format_bytes(std::uint64_t bytes);
 
