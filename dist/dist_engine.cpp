@@ -42,10 +42,8 @@ mgjoin::Engine* Engine::local_for(const JoinOptions& options) const {
     const JoinOptions rank = options_for_rank(options, place);
     if (rank.gpu_ids.empty()) return nullptr;  // the CPU path
     // What the engine is made from: the GPUs by id (`gpus` then says nothing more), memory, tuning file.
-    EngineOptions wanted;
-    wanted.gpu_ids = rank.gpu_ids;
-    wanted.gpu_memory_limit = rank.gpu_memory_limit;
-    wanted.tuning_file = rank.tuning_file;
+    EngineOptions wanted = rank;
+    wanted.gpus = EngineOptions{}.gpus;
     if (!local_ || !(local_options_ == wanted)) {
       local_.reset();  // its memory back before the next one takes its share
       local_ = std::make_unique<mgjoin::Engine>(wanted);

@@ -145,20 +145,6 @@ std::optional<std::pair<RelationView, RelationView>> carried(const table::JoinCo
   return std::pair{rel(cols.left_key, cols.left_columns), rel(cols.right_key, cols.right_columns)};
 }
 
-/// A carried join's table result (join_tables' names: "key", "r.<name>", "s.<name>").
-TableJoinResult carried_result(JoinResult joined, const table::JoinColumns& cols, const TableJoinOptions& o) {
-  TableJoinResult res;
-  res.count = joined.count;
-  if (o.output == TableOutput::Columns) {
-    res.materialization = "carried";
-    res.columns.push_back({"key", std::move(joined.key)});
-    if (!cols.left_columns.empty()) res.columns.push_back({"r." + cols.left_columns[0].name, std::move(joined.r_payload)});
-    if (!cols.right_columns.empty()) res.columns.push_back({"s." + cols.right_columns[0].name, std::move(joined.s_payload)});
-  }
-  res.join = std::move(joined);
-  return res;
-}
-
 }  // namespace
 
 DistributedTableResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options,
@@ -210,7 +196,8 @@ DistributedTableResult detail::join_tables_ranks(const TableView& left, const Ta
     const RankPlan gpu_plan{plan, left_sample, right_sample, first_row(c, left_rows), first_row(c, right_rows)};
     if (std::optional<RankJoined> joined = on_gpus->finish(c, gpu_plan)) {
       clock.mark("gpus");
-      result.local = carried_result(std::move(joined->local), cols, options);
+      result.local = table::carried_result(std::move(joined->local), cols.left_columns, cols.right_columns,
+                                           options.output == TableOutput::Columns);
       result.local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       result.left_received = joined->r_rows;
       result.right_received = joined->s_rows;

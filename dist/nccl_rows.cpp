@@ -91,9 +91,7 @@ void NcclRows::connect(const Comm& c) const {
   // 1 MiB to every peer and from every peer: enough that NCCL sets up the channels a large exchange uses.
   constexpr std::int64_t kBytes = std::int64_t{1} << 20;
   const auto ranks = static_cast<std::size_t>(c.size);
-  ExchangeLayout layout{std::vector<std::int64_t>(ranks, kBytes), std::vector<std::int64_t>(ranks, kBytes),
-                        std::vector<std::int64_t>(ranks), std::vector<std::int64_t>(ranks)};
-  for (std::size_t d = 0; d < ranks; ++d) layout.send_at[d] = layout.recv_at[d] = static_cast<std::int64_t>(d) * kBytes;
+  const ExchangeLayout layout = exchange_layout(c, std::vector<std::int64_t>(ranks, kBytes));
   const auto b = agreed(c, [&] {
     return std::unique_ptr<RoundBuffers>(new RoundBuffers{alloc::DeviceBacking(device_, ranks * kBytes),
                                                           alloc::DeviceBacking(device_, ranks * kBytes), gpu::Stream(device_)});

@@ -5,11 +5,17 @@
 #include <mgjoin/error.hpp>
 
 namespace mgjoin::detail {
+
+HostColumn copy_column(const ColumnView& c) {
+  HostColumn copy = HostColumn::allocate(c.type, c.size, MemoryKind::Pinned);
+  host_merge::parallel_copy(copy.data(), c.data, copy.bytes());
+  return copy;
+}
+
 namespace {
 
 MutableColumnView copy_into(std::vector<HostColumn>& columns, const MutableColumnView& c) {
-  HostColumn& copy = columns.emplace_back(HostColumn::allocate(c.type, c.size, MemoryKind::Pinned));
-  host_merge::parallel_copy(copy.data(), c.data, copy.bytes());
+  HostColumn& copy = columns.emplace_back(copy_column({c.data, c.size, c.type}));
   return {copy.data(), c.size, c.type};
 }
 

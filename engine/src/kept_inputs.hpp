@@ -15,6 +15,10 @@ struct KeptInputs {
   RelationView r, s;
 };
 
+/// A pinned copy of a column (one a flow may sort in place; pinned, so the GPUs read it at full speed),
+/// copied on all threads.
+HostColumn copy_column(const ColumnView& c);
+
 /// Copies of `r` and `s` that a flow may sort in place (copied on all threads).
 KeptInputs copy_inputs(const RelationView& r, const RelationView& s);
 

@@ -466,18 +466,17 @@ class Flow {
     arrived.clear();
     for (int i = 0; i < runs(side); ++i) {
       const SortedRows run = run_of(p, side, i);
-      copy_rows_in(gpu, side, run.first, run.rows, p);
+      copy_rows_in(gpu, side, run.first, run.rows, p, run.first);
       arrived.emplace_back(gpu.device, false);
       arrived.back().record(gpu.h2d);
     }
   }
 
-  /// One GPU: rows [first, first + rows) of `side` H2D into the same rows of `p` (a landing: from its
-  /// first row on) as they are (keys unflipped), on h2d. The rows may be in this GPU's memory already
-  /// (the bucketed flow's resident groups): the copy's direction follows the pointers.
-  void copy_rows_in(Gpu& gpu, Side side, std::int64_t first, std::int64_t rows, Partition& p, bool landing = false) {
+  /// One GPU: rows [first, first + rows) of `side` H2D into `p` from its row `to` on, as they are (keys
+  /// unflipped), on h2d. The rows may be in this GPU's memory already (the bucketed flow's resident
+  /// groups): the copy's direction follows the pointers.
+  void copy_rows_in(Gpu& gpu, Side side, std::int64_t first, std::int64_t rows, Partition& p, std::int64_t to) {
     const Widths w = key_pass_widths(side);
-    const std::int64_t to = landing ? 0 : first;
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(p.keys, to, w.key_bytes), at(relation(side).key.data, first, w.key_bytes),
                                     rows * w.key_bytes, cudaMemcpyDefault, gpu.h2d));
     if (w.payload_bytes)
@@ -946,7 +945,7 @@ int Flow::bring_round(std::int64_t t) {
     gpu::DeviceGuard guard(gpu.device);
     wait_consumed(gpu, lb, gpu.h2d);
     l.rows = std::min(plan_.chunk_rows, n - first);
-    copy_rows_in(gpu, y, first, l.rows, l, /*landing=*/true);
+    copy_rows_in(gpu, y, first, l.rows, l, 0);
     gpu.landed[lb].record(gpu.h2d);
     return 0;
   }

@@ -171,24 +171,16 @@ TableJoinResult join_carried(const Plan& p, std::int64_t left_rows, std::int64_t
                              const Joiner& joiner) {
   CarriedSide l(p.left_key, p.left_columns, left_rows);
   CarriedSide r(p.right_key, p.right_columns, right_rows);
-  TableJoinResult res;
-  res.join = joiner(l.view, r.view, carried_options(p, o, OutputMode::Materialize, l, r));
-  res.count = res.join.count;
-  res.materialization = "carried";
-  res.columns.push_back({"key", std::move(res.join.key)});
-  if (l.view.payload) res.columns.push_back({"r." + p.left_columns[0].name, std::move(res.join.r_payload)});
-  if (r.view.payload) res.columns.push_back({"s." + p.right_columns[0].name, std::move(res.join.s_payload)});
-  return res;
+  return table::carried_result(joiner(l.view, r.view, carried_options(p, o, OutputMode::Materialize, l, r)),
+                               p.left_columns, p.right_columns, /*columns=*/true);
 }
 
 /// An inner join's count: the keys alone (no row ids, no payloads).
 TableJoinResult count_inner(const Plan& p, std::int64_t left_rows, std::int64_t right_rows, const TableJoinOptions& o,
                             const Joiner& joiner) {
   CarriedSide l(p.left_key, {}, left_rows), r(p.right_key, {}, right_rows);
-  TableJoinResult res;
-  res.join = joiner(l.view, r.view, carried_options(p, o, OutputMode::Count, l, r));
-  res.count = res.join.count;
-  return res;
+  return table::carried_result(joiner(l.view, r.view, carried_options(p, o, OutputMode::Count, l, r)), {}, {},
+                               /*columns=*/false);
 }
 
 /// The right table's distinct sort keys: a semi or anti join needs only whether a left row matches, and the pairs of a key repeated many times on the right would

@@ -1,6 +1,6 @@
 #include "engine/src/table/table_keys.hpp"
 
-#include "host_merge/parallel_copy.hpp"
+#include "engine/src/kept_inputs.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -137,14 +137,22 @@ void pack(const KeyColumns& key, std::int64_t rows, Packed* out) {
 
 }  // namespace
 
-HostColumn copy_column(const ColumnView& c) {
-  HostColumn copy = HostColumn::allocate(c.type, c.size, MemoryKind::Pinned);
-  host_merge::parallel_copy(copy.data(), c.data, copy.bytes());
-  return copy;
+TableJoinResult carried_result(JoinResult joined, const std::vector<NamedColumnView>& left,
+                               const std::vector<NamedColumnView>& right, bool columns) {
+  TableJoinResult res;
+  res.count = joined.count;
+  if (columns) {
+    res.materialization = "carried";
+    res.columns.push_back({"key", std::move(joined.key)});
+    if (!left.empty()) res.columns.push_back({"r." + left[0].name, std::move(joined.r_payload)});
+    if (!right.empty()) res.columns.push_back({"s." + right[0].name, std::move(joined.s_payload)});
+  }
+  res.join = std::move(joined);
+  return res;
 }
 
 HostColumn sort_key(const KeyColumns& key, std::int64_t rows) {
-  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) return copy_column(key.columns[0]);
+  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) return detail::copy_column(key.columns[0]);
   const bool narrow = key.bytes() <= 4;
   HostColumn packed = HostColumn::allocate(narrow ? DType::UInt32 : DType::UInt64, rows, MemoryKind::Pinned);
   if (narrow)

@@ -49,8 +49,11 @@ JoinColumns join_columns(const TableView& left, const TableView& right, const Ta
 /// exactly when they are.
 HostColumn sort_key(const KeyColumns& key, std::int64_t rows);
 
-/// A pinned copy of a column (one that join() may sort in place; pinned, so the GPUs read it at full speed).
-HostColumn copy_column(const ColumnView& c);
+/// join_tables' result of an inner join whose payloads went through join() (carried): the count and,
+/// with `columns`, the output named "key", "r.<name>" and "s.<name>" (the one payload column each of
+/// `left` and `right` carried, where it has one).
+TableJoinResult carried_result(JoinResult joined, const std::vector<NamedColumnView>& left,
+                               const std::vector<NamedColumnView>& right, bool columns);
 
 /// 0, 1, ..., rows - 1: uint32 below 2^32 rows, uint64 from there.
 HostColumn row_ids(std::int64_t rows);
