@@ -426,6 +426,30 @@ TEST(PlanStreamed, TheStreamSitsBesideTheResidentSortWhereBothFit) {
   EXPECT_TRUE(in_place);
 }
 
+TEST(PlanStreamed, OneGpuMaterializingSortsTheResidentSideInFourRunsBesideTheStream) {
+  TwoRelations rel(8'000'000, 40'000'000);
+  int beside = 0, counted_in_two = 0;
+  for (std::uint64_t mib = 4096; mib >= 96; mib -= 32) {
+    const CopartPlan m = plan_copart(rel.r(), rel.s(), 1, OutputMode::Materialize, mib << 20, fake_scratch());
+    if (m.fits && m.streamed && m.stream_beside_sort) {
+      ++beside;
+      EXPECT_EQ(m.resident_runs, 4) << m.reason;
+      EXPECT_LE(peak(m), mib << 20) << m.reason;
+    }
+    const CopartPlan c = plan_copart(rel.r(), rel.s(), 1, OutputMode::Count, mib << 20, fake_scratch());
+    if (c.fits && c.streamed && c.stream_beside_sort && c.resident_runs == 2) ++counted_in_two;
+  }
+  EXPECT_GT(beside, 0);
+  EXPECT_GT(counted_in_two, 0);  // a count keeps two runs where they fit
+  // Two GPUs keep the fewest runs that fit.
+  bool two_gpus_one_run = false;
+  for (std::uint64_t mib = 4096; mib >= 96; mib -= 32) {
+    const CopartPlan m = plan_copart(rel.r(), rel.s(), 2, OutputMode::Materialize, mib << 20, fake_scratch());
+    if (m.fits && m.streamed && m.stream_beside_sort && m.resident_runs == 1) two_gpus_one_run = true;
+  }
+  EXPECT_TRUE(two_gpus_one_run);
+}
+
 TEST(PlanStreamed, ForcedShapeRecomputesTheBudget) {
   TwoRelations rel(100'000, 1'000'000);
   CopartPlan p = plan_copart(rel.r(), rel.s(), 2, OutputMode::Materialize, 8ull << 30, fake_scratch());
