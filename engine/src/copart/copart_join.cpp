@@ -21,6 +21,7 @@
 
 #include "engine/src/copart/chunk_slot.hpp"
 
+#include "alloc/mapped_host_block.hpp"
 #include "alloc/stack_buffer.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/sort/local_sort.hpp"
@@ -162,7 +163,7 @@ struct Gpu {
   /// One GPU: per side, recorded on h2d once each run of its partition has crossed.
   std::array<std::vector<gpu::Event>, 2> run_in;
   DeviceBuffer counter;
-  gpu::MappedHostBlock counter_host;  ///< where read_counter finds the counter
+  alloc::MappedHostBlock counter_host;  ///< where read_counter finds the counter
   gpu::Event counted;                 ///< recorded once the counter is written there
   DeviceBuffer join_scratch;  ///< resident_join's, shared by the joins on the work stream
   std::array<DeviceBuffer, 2> maps;  ///< late payloads, g > 1: per landed row, its row in its chunk
@@ -376,7 +377,7 @@ class Flow {
       gpu.windows.copied[k] = gpu::Event(gpu.device, false);
       gpu.arrays_free[k] = gpu::Event(gpu.device, false);
     }
-    gpu.counter_host = gpu::MappedHostBlock(sizeof(mgjoin::detail::TupleCounter));
+    gpu.counter_host = alloc::MappedHostBlock(sizeof(mgjoin::detail::TupleCounter));
     gpu.counted = gpu::Event(gpu.device, false);
     gpu.tail_begin = gpu::Event(gpu.device);
     gpu.sorted = gpu::Event(gpu.device);
