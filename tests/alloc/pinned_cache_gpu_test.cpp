@@ -29,13 +29,17 @@ class NoHostRoom : public ::testing::Test {
 // The cost model compares flows with host_memory_would_hold: it must not free the previous join's
 // output blocks, which the next join's output reuses (freeing them cost a 64 GB join 3 s of re-pinning).
 TEST_F(NoHostRoom, ComparingFlowsKeepsThePinnedBlocksThatACheckFrees) {
-  const std::int64_t rows = 32 << 20;  // 256 MiB: a block registered as pinned
+  // 1 GiB, a block registered as pinned: larger than the 256 MiB reserve that every check keeps back, so
+  // that half of it fits once the reserve is off (with a 256 MiB block nothing would: the cap leaves no
+  // room but the block, and the reserve takes all of it).
+  const std::int64_t rows = std::int64_t{128} << 20;
   {
     const HostColumn c = HostColumn::allocate(DType::UInt64, rows, MemoryKind::Pinned);
     ASSERT_EQ(c.memory_kind(), MemoryKind::Pinned);
   }
   const std::uint64_t cached = alloc::pinned_cache_bytes();
   ASSERT_GE(cached, static_cast<std::uint64_t>(rows) * 8);
+  ASSERT_GT(cached / 2, alloc::kHostMemoryReserve);  // half the block fits beside the reserve
   setenv("MGJOIN_HOST_MEMORY_LIMIT", "1M", 1);
   // The cached block counts as room (a join needing it would have it freed) ...
   EXPECT_TRUE(alloc::host_memory_would_hold(cached / 2));
