@@ -21,7 +21,7 @@
 
 #include "engine/src/copart/chunk_slot.hpp"
 
-#include "alloc/mapped_host_block.hpp"
+#include "alloc/backings.hpp"
 #include "alloc/stack_buffer.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/sort/local_sort.hpp"
@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <memory>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -163,8 +164,8 @@ struct Gpu {
   /// One GPU: per side, recorded on h2d once each run of its partition has crossed.
   std::array<std::vector<gpu::Event>, 2> run_in;
   DeviceBuffer counter;
-  alloc::MappedHostBlock counter_host;  ///< where read_counter finds the counter
-  gpu::Event counted;                 ///< recorded once the counter is written there
+  std::unique_ptr<alloc::PinnedHostBacking> counter_host;  ///< mapped: where read_counter finds the counter
+  gpu::Event counted;  ///< recorded once the counter is written there
   DeviceBuffer join_scratch;  ///< resident_join's, shared by the joins on the work stream
   std::array<DeviceBuffer, 2> maps;  ///< late payloads, g > 1: per landed row, its row in its chunk
   std::array<std::uint64_t, 2> map_filled{};  ///< rows of each map handed to chunks so far
@@ -377,7 +378,7 @@ class Flow {
       gpu.windows.copied[k] = gpu::Event(gpu.device, false);
       gpu.arrays_free[k] = gpu::Event(gpu.device, false);
     }
-    gpu.counter_host = alloc::MappedHostBlock(sizeof(mgjoin::detail::TupleCounter));
+    gpu.counter_host = std::make_unique<alloc::PinnedHostBacking>(sizeof(mgjoin::detail::TupleCounter), /*mapped=*/true);
     gpu.counted = gpu::Event(gpu.device, false);
     gpu.tail_begin = gpu::Event(gpu.device);
     gpu.sorted = gpu::Event(gpu.device);
@@ -793,11 +794,12 @@ class Flow {
   /// (on one H100, up to a whole job's windows: 30 ms).
   mgjoin::detail::TupleCounter read_counter(Gpu& gpu) {
     gpu::DeviceGuard guard(gpu.device);
-    auto* mapped = static_cast<mgjoin::detail::TupleCounter*>(gpu.counter_host.device());
+    // Mapped pinned memory: under UVA its host address is valid in kernels too.
+    auto* mapped = reinterpret_cast<mgjoin::detail::TupleCounter*>(gpu.counter_host->base());
     publish_counter(counter(gpu), mapped, gpu.work);
     gpu.counted.record(gpu.work);
     gpu.counted.synchronize();
-    const auto* host = static_cast<const volatile mgjoin::detail::TupleCounter*>(gpu.counter_host.host());
+    const volatile mgjoin::detail::TupleCounter* host = mapped;
     mgjoin::detail::TupleCounter c;
     c.count = host->count;
     c.overflowed = host->overflowed;

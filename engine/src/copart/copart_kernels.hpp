@@ -91,7 +91,7 @@ std::size_t resident_join_scratch_bytes();
 void resident_join(const ResidentPair& pair, detail::TupleCounter* count, const MatchArrays& arrays, void* scratch,
                    cudaStream_t stream);
 
-/// *to = *from, written by a kernel on `stream`: `to` may be mapped host memory (gpu::MappedHostBlock).
+/// *to = *from, written by a kernel on `stream`: `to` may be mapped host memory (alloc::PinnedHostBacking, mapped).
 void publish_counter(const detail::TupleCounter* from, detail::TupleCounter* to, cudaStream_t stream);
 
 /// Device scratch of the exclusive scan of `n` 64-bit counts.
