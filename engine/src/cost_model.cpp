@@ -66,4 +66,8 @@ FlowTraffic paper_traffic(const RelationView& r, const RelationView& s, const so
   return {tuples, tuples, r.key.bytes() + s.key.bytes(), merged, merged};
 }
 
+bool paper_predicted_faster(double copart, double paper) {
+  return paper + std::max(kPaperMarginShare * copart, kPaperMarginSeconds) < copart;
+}
+
 }  // namespace mgjoin::detail

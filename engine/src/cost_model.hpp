@@ -62,4 +62,17 @@ FlowTraffic copart_traffic(std::uint64_t moved, std::uint64_t bucket_bytes);
 /// on the CPU into buffers and copied back, keys in again for the join.
 FlowTraffic paper_traffic(const RelationView& r, const RelationView& s, const sort::SortPlan& plan);
 
+/// The margin by which the paper flow must be predicted faster to be chosen over the co-partitioned
+/// one: the larger of this share of the co-partitioned prediction and these seconds. The model counts
+/// bytes moved and leaves out GPU work and fixed costs, of which the paper flow has more (a sort across
+/// the GPUs, a CPU merge, a second pass over the keys), so closer predictions cannot tell the flows
+/// apart. Within the margin the co-partitioned flow is kept (it leaves the inputs untouched): a tie, or
+/// float noise between two equal predictions, never decides the flow.
+inline constexpr double kPaperMarginShare = 0.10;
+inline constexpr double kPaperMarginSeconds = 0.002;
+
+/// Whether the paper flow, predicted to take `paper` seconds, is chosen over the co-partitioned flow
+/// predicted at `copart` seconds: only when faster by more than the margin above.
+bool paper_predicted_faster(double copart, double paper);
+
 }  // namespace mgjoin::detail

@@ -194,7 +194,7 @@ struct Engine::Impl {
     }
     char text[160];
     std::snprintf(text, sizeof text, "cost model (%s): %.3f s, the paper flow %.3f s", rates.source.c_str(), copart, paper);
-    if (paper < copart) {
+    if (detail::paper_predicted_faster(copart, paper)) {
       reason = std::string("paper flow: ") + text;
       return false;
     }

@@ -99,5 +99,20 @@ TEST(CostModel, ThePaperFlowMovesWholeTuplesAndMergesWhatTookSeveralChunksets) {
   EXPECT_NEAR(bucketed, 0.32 + 0.291, 0.01);  // 32 GB both ways at 100 GB/s, then 16 GB at 55 GB/s
 }
 
+// The seed 2069041053 case of BucketedPlanner.AMemoryLimitHoldingNeitherRelationBuckets (2 GPUs, 104 MiB)
+// printed "0.004 s, the paper flow 0.004 s" and chose the paper flow: equal predictions, or ones apart by
+// float noise, keep the co-partitioned flow; the paper flow needs a lead of 10 %, and of 2 ms at least.
+TEST(CostModel, ThePaperFlowIsChosenOnlyWhenFasterByTheMargin) {
+  EXPECT_FALSE(paper_predicted_faster(0.004, 0.004));
+  EXPECT_FALSE(paper_predicted_faster(0.0041, 0.0039));         // float noise
+  EXPECT_FALSE(paper_predicted_faster(0.0045, 0.0030));         // 1.5 ms: within the 2 ms floor
+  EXPECT_TRUE(paper_predicted_faster(0.0060, 0.0030));          // 3 ms ahead
+  EXPECT_FALSE(paper_predicted_faster(1.000, 0.905));           // 9.5 %: within the 10 % share
+  EXPECT_TRUE(paper_predicted_faster(1.000, 0.895));            // 10.5 %
+  EXPECT_FALSE(paper_predicted_faster(0.5, 0.7));               // slower
+  // The same predictions always give the same choice, whichever flow was computed first.
+  for (double c = 0.001; c < 10; c *= 1.37) EXPECT_FALSE(paper_predicted_faster(c, c)) << c;
+}
+
 }  // namespace
 }  // namespace mgjoin::detail
