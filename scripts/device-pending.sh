@@ -18,8 +18,9 @@
 #                 bucketed cases (8G materialized, 4G count) again with MGJOIN_BUCKET_RESIDENT=auto
 #   ooc-h100      issue 20 on nvidia-h100-x1: B scale 2 counted and materialized, the paper flow beside,
 #                 workload A with R resident and S 4x the GPU memory
-#   ranks-bench   issue 23: 2 ranks × 1 GPU (mpirun) against one process on 2 GPUs, the same files,
-#                 count and materialized (within 1.15x), the rows over NCCL and over MPI
+#   ranks-bench   issues 23 and 39: MGJOIN_PENDING_RANKS (default 2) ranks (mpirun), each its share of
+#                 MGJOIN_PENDING_GPUS, against one process on all of them, the same files, count and
+#                 materialized (within 1.15x), the rows over NCCL and over MPI
 #   ranks-tests   issue 23: the MPI test programs with 2 ranks, the rows over NCCL (made by the engine and
 #                 the program's own communicator) and the joins on the ranks' GPUs; the CLI with 2 ranks on
 #                 the GPUs, and a rank killed just before the NCCL exchange
@@ -132,23 +133,23 @@ ranks_case() {
 }
 
 ranks_cases() {  # data directory
-  local data=$1 g=${MGJOIN_PENDING_GPUS:-2}
+  local data=$1 g=${MGJOIN_PENDING_GPUS:-2} n=${MGJOIN_PENDING_RANKS:-2}
   local files=(--r-key "$data/r_key.npy" --r-payload "$data/r_payload.npy" --s-key "$data/s_key.npy"
                --s-payload "$data/s_payload.npy")
   # Open MPI as root in a container; every rank gets the NVLink multicast guard (the machine's rule).
-  # Open MPI binds each of two ranks to one core by default: each rank gets half the cores instead.
-  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=$(( $(nproc) / 2 ))
-             OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE
+  # Open MPI binds each rank to one core by default: each rank gets its share of the cores instead.
+  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=$(( $(nproc) / n ))
+             OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun -np "$n" --bind-to none -x NCCL_NVLS_ENABLE
              -x OMP_NUM_THREADS)
-  local per_rank=$(( g > 0 ? g / 2 : 0 ))  # each rank its share of the GPUs (0: the CPU path)
-  # Two ranks with the rows over NCCL (auto, where the ranks have GPUs) and over MPI's host memory.
+  local per_rank=$(( g > 0 ? g / n : 0 ))  # each rank its share of the GPUs (0: the CPU path)
+  # n ranks with the rows over NCCL (auto, where the ranks have GPUs) and over MPI's host memory.
   ranks_case one-process-count "$B/mgjoin" join "${files[@]}" --gpus "$g" --count
-  ranks_case two-ranks-count "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count
-  ranks_case two-ranks-count-mpi "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count --rank-exchange mpi
+  ranks_case "$n-ranks-count" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count
+  ranks_case "$n-ranks-count-mpi" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count --rank-exchange mpi
   ranks_case one-process-materialized "$B/mgjoin" join "${files[@]}" --gpus "$g" --out-dir "$data/out1" --overwrite
-  ranks_case two-ranks-materialized "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
+  ranks_case "$n-ranks-materialized" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
     --out-dir "$data/out2" --overwrite
-  ranks_case two-ranks-materialized-mpi "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
+  ranks_case "$n-ranks-materialized-mpi" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
     --out-dir "$data/out3" --overwrite --rank-exchange mpi
 }
 
