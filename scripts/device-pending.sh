@@ -12,7 +12,7 @@
 #                 a side gathered late on the CPU, on the GPUs and where the plan says, the gather floor
 #                 beside each; one payload column late (CPU, GPUs) and carried; join() beside (no slower)
 #   gather-crossover  issue 19: `mgjoin tune`, then 4 payload columns a side of 10^4 to 10^7 rows gathered
-#                 on the CPU, the GPUs and where the gather plan says (PERFORMANCE.md's crossover table)
+#                 on the CPU, the GPUs and where the gather plan says (docs/PERFORMANCE-HISTORY.md, session 14)
 #   ooc-bench     issue 20: B 10^9 × 10^9 with --gpu-memory-limit 8G against the same join in core, the
 #                 paper flow beside (nvidia-h200-x2: within 1.8x of in core), count and materialized; the
 #                 bucketed cases (8G materialized, 4G count) again with MGJOIN_BUCKET_RESIDENT=auto

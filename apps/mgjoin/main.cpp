@@ -1,4 +1,4 @@
-// mgjoin: multi-GPU out-of-core sort-merge join. See README.md.
+// mgjoin: multi-GPU out-of-core sort-merge join. See README.md and docs/CLI.md.
 #include "commands.hpp"
 #include "interrupt.hpp"
 

@@ -167,7 +167,7 @@ def join(
     ``left`` and ``right`` are each a ``pyarrow.Table`` (or RecordBatch), a ``pandas.DataFrame`` or a
     mapping of column name to 1-D array. Columns are int8 ... int64, uint8 ... uint64, float32,
     float64, bool, or Arrow date/time/timestamp/duration (NumPy datetime64/timedelta64); they are
-    passed to the engine without a copy where their layout allows (see the README, section Python).
+    passed to the engine without a copy where their layout allows (see docs/PYTHON.md, Zero-copy).
     The inputs are never modified.
 
     Example::
