@@ -6,6 +6,7 @@
 #include "topology/log.hpp"
 #include "topology/report.hpp"
 #include "topology/topology.hpp"
+#include "topology/topology_cache.hpp"
 #include "topology/tuning_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -36,7 +37,8 @@ std::optional<topology::TuningFile> applicable_tuning(const TopoArgs& a, const t
 
 void run_topo(const TopoArgs& a) {
   topology::set_verbose(a.verbose || topology::verbose());
-  topology::Topology t = a.fixture.empty() ? topology::probe_topology() : topology::load_topology_fixture(a.fixture);
+  // A probe of the machine also refreshes the topology every engine reads at start-up.
+  topology::Topology t = a.fixture.empty() ? topology::probe_and_cache_topology() : topology::load_topology_fixture(a.fixture);
   const auto tuning = applicable_tuning(a, t);
   const topology::TuningFile* tf = tuning ? &*tuning : nullptr;
   if (tuning) {  // show what was measured rather than what is modelled

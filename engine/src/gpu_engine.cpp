@@ -29,6 +29,7 @@
 #include "topology/log.hpp"
 #include "topology/numa_binding.hpp"
 #include "topology/topology.hpp"
+#include "topology/topology_cache.hpp"
 #include "topology/tuning_file.hpp"
 
 #include <cuda_runtime_api.h>
@@ -264,7 +265,7 @@ struct Engine::Impl {
 Engine::Engine(const EngineOptions& options) {
   const int present = gpu::device_count();
   MGJOIN_INPUT_EXPECTS(present > 0, "JoinOptions::gpus: no CUDA GPU found on this machine");
-  const topology::Topology topo = topology::probe_topology();
+  const topology::Topology topo = topology::cached_topology();
   const std::string tuning_path = options.tuning_file.empty() ? topology::default_tuning_path() : options.tuning_file;
   std::optional<topology::TuningFile> tuning = topology::read_tuning_file(tuning_path, topo);
 
