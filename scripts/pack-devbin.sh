@@ -10,7 +10,9 @@ export PATH="/usr/local/cuda/bin:$PATH"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 # The MPI test programs where MPI was found (device-pending.sh ranks-tests runs them over NCCL).
 mpi_tests=()
-ninja -C "$build" -t targets all | grep -q '^dist_join_mpi:' && mpi_tests=(dist_join_mpi dist_tables_mpi)
+# (The target list is read whole first: grep -q closing the pipe early failed the pipeline under pipefail.)
+targets=$(ninja -C "$build" -t targets all)
+grep -q '^dist_join_mpi:' <<< "$targets" && mpi_tests=(dist_join_mpi dist_tables_mpi)
 ninja -C "$build" -j "$(nproc)" mgjoin $(for s in "${suites[@]}"; do echo "${s}_gpu_tests"; done) \
   bench_alloc_stack bench_host_merge bench_join_phase bench_sort_phase bench_thrust_join differential "${mpi_tests[@]}"
 rm -rf .devbin && mkdir .devbin
