@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -37,11 +38,11 @@ void* allocate_pageable(std::size_t bytes) {
   return p;
 }
 
-/// Pinned blocks from this size up are mapped, touched by every thread and then registered with CUDA:
-/// cudaMallocHost faults and zeroes every page on one thread (1.3 GB/s measured for 15 GiB on the H100
-/// machine), while the kernel zeroes huge pages faulted by many threads at once, and registering pages
-/// already present only pins them.
-constexpr std::size_t kRegisteredPinnedBytes = std::size_t{64} << 20;
+/// Pinned blocks from alloc::kRegisteredPinnedBytes up are mapped, touched by every thread and then
+/// registered with CUDA: cudaMallocHost faults and zeroes every page on one thread (1.3 GB/s measured
+/// for 15 GiB on the H100 machine), while the kernel zeroes huge pages faulted by many threads at once,
+/// and registering pages already present only pins them.
+using alloc::kRegisteredPinnedBytes;
 
 /// Frees a block of allocate_pinned (by the same size rule that chose how it was made).
 void free_pinned(void* p, std::size_t bytes) {
@@ -186,6 +187,13 @@ void* allocate_new(std::size_t bytes, DType type, std::int64_t size, MemoryKind*
 }  // namespace
 
 namespace alloc {
+std::uint64_t pinned_block_bytes(std::uint64_t bytes) {
+  if (bytes < kRegisteredPinnedBytes) return bytes;
+  const int top = std::bit_width(bytes) - 1;  // 2^top <= bytes < 2^(top + 1)
+  const std::uint64_t step = std::max<std::uint64_t>(kHugePage, std::uint64_t{1} << (top - 4));
+  return (bytes + step - 1) / step * step;
+}
+
 std::uint64_t release_pinned_cache() { return PinnedCache::instance().release(); }
 std::uint64_t pinned_cache_bytes() { return PinnedCache::instance().bytes(); }
 }  // namespace alloc
@@ -208,6 +216,7 @@ HostColumn HostColumn::allocate(DType type, std::int64_t size, MemoryKind kind) 
   c.type_ = type;
   c.size_ = size;
   std::size_t bytes = std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
+  if (kind == MemoryKind::Pinned) bytes = alloc::pinned_block_bytes(bytes);
   void* p = kind == MemoryKind::Pinned ? PinnedCache::instance().take(bytes, &bytes) : nullptr;
   if (!p) p = allocate_new(bytes, type, size, &kind);
   c.kind_ = kind;

@@ -98,6 +98,29 @@ TEST(HostMemoryWouldHold, CountsTheCachedBlocksAsTheCheckWouldOnceItFreedThem) {
   EXPECT_TRUE(alloc::host_memory_would_hold(1ull << 62, HostMemoryReadings{}, 0));
 }
 
+// Size classes of pinned blocks: small blocks exact; from 64 MiB up whole 2 MiB pages, at most 1/16
+// over the request, and requests a few rows apart in one class (the streamed join's output asked
+// 1050007313, 1050007317 and 1050007321 rows of 8 bytes in three runs: each missed the last's block).
+TEST(PinnedBlockBytes, ClassesOfSixteenPerPowerOfTwoFromSixtyFourMiB) {
+  EXPECT_EQ(alloc::pinned_block_bytes(64), 64u);
+  EXPECT_EQ(alloc::pinned_block_bytes((64ull << 20) - 64), (64ull << 20) - 64);
+  EXPECT_EQ(alloc::pinned_block_bytes(64ull << 20), 64ull << 20);
+  EXPECT_EQ(alloc::pinned_block_bytes((64ull << 20) + 1), (64ull << 20) + (4ull << 20));  // steps of 64 MiB / 16
+  EXPECT_EQ(alloc::pinned_block_bytes(8010ull << 20), 8192ull << 20);                      // steps of 256 MiB
+  const std::uint64_t a = 1050007313ull * 8, b = 1050007321ull * 8;
+  EXPECT_EQ(alloc::pinned_block_bytes(a), alloc::pinned_block_bytes(b));
+  std::uint64_t previous = 0;
+  for (std::uint64_t bytes = 64ull << 20; bytes < (1ull << 40); bytes += bytes / 7 + 12345) {
+    const std::uint64_t c = alloc::pinned_block_bytes(bytes);
+    ASSERT_GE(c, bytes);
+    ASSERT_LE(c - bytes, bytes / 16) << bytes;
+    ASSERT_EQ(c % (2ull << 20), 0u) << bytes;
+    ASSERT_GE(c, previous) << bytes;  // monotone
+    ASSERT_EQ(alloc::pinned_block_bytes(c), c) << bytes;  // a class is its own class
+    previous = c;
+  }
+}
+
 TEST(FormatBytes, Units) {
   EXPECT_EQ(alloc::format_bytes(512), "512 B");
   EXPECT_EQ(alloc::format_bytes(1536), "1.5 KiB");

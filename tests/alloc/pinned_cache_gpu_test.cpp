@@ -50,5 +50,26 @@ TEST_F(NoHostRoom, ComparingFlowsKeepsThePinnedBlocksThatACheckFrees) {
   EXPECT_EQ(alloc::pinned_cache_bytes(), 0u);
 }
 
+// A column a few rows larger than a cached block takes that block: the streamed join's output asked a
+// few rows more in one run than in the last and pinned its 24 GB afresh each time it did.
+TEST(PinnedCache, AColumnAFewRowsLargerReusesTheCachedBlock) {
+  MGJOIN_REQUIRE_GPUS(1);
+  alloc::release_pinned_cache();
+  const std::int64_t rows = (std::int64_t{100} << 20) + 13;  // 800 MiB and some: a registered block
+  const void* first = nullptr;
+  {
+    const HostColumn c = HostColumn::allocate(DType::UInt64, rows, MemoryKind::Pinned);
+    ASSERT_EQ(c.memory_kind(), MemoryKind::Pinned);
+    first = c.data();
+  }
+  ASSERT_GT(alloc::pinned_cache_bytes(), 0u);
+  {
+    const HostColumn c = HostColumn::allocate(DType::UInt64, rows + 8, MemoryKind::Pinned);
+    EXPECT_EQ(c.data(), first) << "a new block was pinned for 64 bytes more";
+    EXPECT_EQ(alloc::pinned_cache_bytes(), 0u);
+  }
+  alloc::release_pinned_cache();
+}
+
 }  // namespace
 }  // namespace mgjoin

@@ -1048,11 +1048,16 @@ void Flow::output_round(int lb, OutputColumns& out, double before, double after)
       counts[d] = mgjoin::detail::total_tuples({&c, 1}, {});
       rows.add(counts[d]);
     }
+    if (rows.overflowed) mgjoin::detail::throw_output_overflow("the joined parts");
     // Columns that must grow are copied: the windows still crossing into them land first.
-    if (rows.overflowed || !out.holds(rows.value)) drain_output();
-    for (int d = 0; d < g_; ++d)
-      if (counts[d])  // the last run ends exactly at `after` (1 for the last round: the columns grow to their rows)
-        bases[d] = out.reserve(counts[d], i + 1 == n_runs ? after : before + (after - before) * (i + 1) / n_runs);
+    if (!out.holds(rows.value)) drain_output();
+    // The job's rows are reserved together, at the share of Y arrived with the whole job: reserving one
+    // GPU's rows at that share guessed 1/g of the output, and the columns grew by copying every run.
+    // The last run ends exactly at `after` (1 for the last round: the columns grow to their rows).
+    if (rows.value) {
+      std::uint64_t base = out.reserve(rows.value, i + 1 == n_runs ? after : before + (after - before) * (i + 1) / n_runs);
+      for (int d = 0; d < g_; ++d) bases[d] = std::exchange(base, base + counts[d]);
+    }
     on_every_gpu([&](int d) {
       if (counts[d]) write_windows(gpus_[d], window_args(xs[d], ys[d], gpus_[d].arrays[set]), bases[d], counts[d], out.result());
     });
