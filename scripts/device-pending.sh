@@ -30,6 +30,14 @@
 #                 the four tools, at most 140 s each
 #   racecheck-copart, racecheck-e2e, racecheck-table
 #                 issue 21: racecheck of one whole suite (up to 580 s: one per call)
+#   x4-tests      issue 39 on 4 GPUs, one call: the quick tier of every suite; the Python package built
+#                 meanwhile (carry .deps) and its tests on all GPUs; the MPI programs and the CLI with
+#                 MGJOIN_PENDING_RANKS (default 4) ranks over NCCL
+#   x4-sanitize   issue 39: racecheck of copart, e2e and table and memcheck of cli, side by side
+#   x4-bench      issue 39's 4-GPU table: g = 1..4 of B 10^9 count, A 2*10^8 x 2*10^9, Zipf 1, B 2.5*10^8
+#                 materialized; B 10^9 materialized in core and at 8G (g = 2, 4); B scale 8 count (g = 4);
+#                 4 ranks against one process (NCCL only); with MGJOIN_BIN_BEFORE (a binary folder of an
+#                 earlier commit) B 10^9 count and B 2.5*10^8 materialized on g = 4 by both, one after the other
 #
 # MGJOIN_PENDING_GPUS (default 2) is the GPU count of the bench groups; 0 runs them on the CPU path, and
 # MGJOIN_PENDING_SCALE (default 0.25) sizes ranks-bench: with both, the groups' scripting is tried on a
@@ -145,12 +153,14 @@ ranks_cases() {  # data directory
   # n ranks with the rows over NCCL (auto, where the ranks have GPUs) and over MPI's host memory.
   ranks_case one-process-count "$B/mgjoin" join "${files[@]}" --gpus "$g" --count
   ranks_case "$n-ranks-count" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count
-  ranks_case "$n-ranks-count-mpi" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count --rank-exchange mpi
+  [ "${MGJOIN_PENDING_RANKS_MPI:-1}" = 0 ] ||
+    ranks_case "$n-ranks-count-mpi" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" --count --rank-exchange mpi
   ranks_case one-process-materialized "$B/mgjoin" join "${files[@]}" --gpus "$g" --out-dir "$data/out1" --overwrite
   ranks_case "$n-ranks-materialized" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
     --out-dir "$data/out2" --overwrite
-  ranks_case "$n-ranks-materialized-mpi" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
-    --out-dir "$data/out3" --overwrite --rank-exchange mpi
+  [ "${MGJOIN_PENDING_RANKS_MPI:-1}" = 0 ] ||
+    ranks_case "$n-ranks-materialized-mpi" "${mpi[@]}" "$B/mgjoin" join "${files[@]}" --gpus "$per_rank" \
+      --out-dir "$data/out3" --overwrite --rank-exchange mpi
 }
 
 group_ranks_bench() {
@@ -192,12 +202,71 @@ group_sanitize_cli() {
   done
 }
 
+group_x4_tests() {
+  local target=/tmp/mgjoin-python n=${MGJOIN_PENDING_RANKS:-4}
+  # The package builds on a quarter of the CPUs while the suites run on the GPUs (its own build folder).
+  local build_package=(env CMAKE_BUILD_PARALLEL_LEVEL=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 )) python3 -m pip install -q
+                       --no-build-isolation --no-deps --target "$target" -Cbuild-dir=build/python
+                       -Ccmake.define.CMAKE_PREFIX_PATH="$PWD/.deps/usr" .)
+  local build=
+  if [ -n "${MGJOIN_PENDING_DRY:-}" ]; then
+    echo "[python-build] (beside the suites) ${build_package[*]}"
+  else
+    ("${build_package[@]}" > "$OUT/python-build.log" 2>&1; echo "rc=$?" >> "$OUT/python-build.log") &
+    build=$!
+  fi
+  step suites bash scripts/device-tests.sh
+  if [ -z "${MGJOIN_PENDING_DRY:-}" ]; then
+    wait "$build"
+    summary+=("python-build: $(tail -n 1 "$OUT/python-build.log")")
+  fi
+  step python-tests env PYTHONPATH="$target" python3 -m pytest -q -p no:cacheprovider python/tests
+  local mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+             mpirun -np "$n" -x NCCL_NVLS_ENABLE -x MGJOIN_TEST_RANK_EXCHANGE)
+  local p
+  for p in dist_join_mpi dist_tables_mpi; do
+    step "ranks-tests-$p-$n" env MGJOIN_TEST_RANK_EXCHANGE=nccl timeout 200 "${mpi[@]}" "$B/$p"
+  done
+  step ranks-tests-cli timeout 200 bash tests/dist/cli_ranks_gpus_test.sh "$B/mgjoin"
+}
+
+group_x4_sanitize() {
+  # Four runs at once, each suite's engines a quarter of a GPU (device-sanitize.sh's parallel mode).
+  step x4-sanitize bash -c "MGJOIN_SAN_PARALLEL=4 MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_SUITES='copart e2e table' \
+    MGJOIN_SAN_CASES=0 MGJOIN_SAN_TIMEOUT=540 bash scripts/device-sanitize.sh > $OUT/x4-racecheck.log 2>&1 &
+    MGJOIN_TEST_GPU_MEMORY_MIB=16384 MGJOIN_SAN_TOOLS=memcheck MGJOIN_SAN_SUITES=cli MGJOIN_SAN_CASES=0 \
+    MGJOIN_SAN_TIMEOUT=540 MGJOIN_SAN_LOGS=/tmp/mgjoin-sanitize-memcheck bash scripts/device-sanitize.sh > $OUT/x4-memcheck.log 2>&1
+    wait; grep -h -A5 '== sanitize summary' $OUT/x4-racecheck.log $OUT/x4-memcheck.log"
+}
+
+group_x4_bench() {
+  local g cases=()
+  for g in 1 2 3 4; do
+    cases+=("--workload B --scale 1 --gpus $g --repeat 3"
+            "--workload A --scale 2 --gpus $g --repeat 3"
+            "--workload B --scale 1 --zipf 1 --gpus $g --repeat 3"
+            "--workload B --scale 0.25 --gpus $g --repeat 3 --output materialize")
+  done
+  for g in 2 4; do
+    cases+=("--workload B --scale 1 --gpus $g --repeat 3 --output materialize"
+            "--workload B --scale 1 --gpus $g --repeat 5 --output materialize --gpu-memory-limit 8G")
+  done
+  cases+=("--workload B --scale 8 --gpus 4 --repeat 3")
+  MGJOIN_PINNED_CACHE_BYTES=128G step x4-bench bench "${cases[@]}"
+  MGJOIN_PENDING_GPUS=4 MGJOIN_PENDING_RANKS=4 MGJOIN_PENDING_RANKS_MPI=0 group_ranks_bench
+  if [ -n "${MGJOIN_BIN_BEFORE:-}" ]; then
+    local before=("--workload B --scale 1 --gpus 4 --repeat 5" "--workload B --scale 0.25 --gpus 4 --repeat 5 --output materialize")
+    MGJOIN_BIN=$MGJOIN_BIN_BEFORE step x4-bench-before bench "${before[@]}"
+    step x4-bench-after bench "${before[@]}"
+  fi
+}
+
 group_racecheck() {  # suite
   step "racecheck-$1" env MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_SUITES="$1" MGJOIN_SAN_CASES=0 \
     MGJOIN_SAN_TIMEOUT=580 bash scripts/device-sanitize.sh
 }
 
-[ $# -gt 0 ] || { sed -n 2,29p "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n 2,37p "$0"; exit 2; }
 for group in "$@"; do
   case $group in
     suites) group_suites ;;
@@ -210,8 +279,11 @@ for group in "$@"; do
     python) group_python ;;
     sanitize-cli) group_sanitize_cli ;;
     racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
+    x4-tests) group_x4_tests ;;
+    x4-sanitize) group_x4_sanitize ;;
+    x4-bench) group_x4_bench ;;
     *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python," \
-         "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table)" >&2
+         "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table, x4-tests, x4-sanitize, x4-bench)" >&2
        exit 2 ;;
   esac
 done
