@@ -69,6 +69,18 @@ inline std::vector<Tuple> reference_tuples(const Relation& r, const Relation& s)
   return out;
 }
 
+/// How many (r, s) pairs match: a hash count of S's key bits, looked up by every R row (the count of
+/// reference_tuples without building the tuples).
+inline std::uint64_t reference_count(const Relation& r, const Relation& s) {
+  std::unordered_map<std::uint64_t, std::uint64_t> s_keys;
+  s_keys.reserve(static_cast<std::size_t>(s.size()));
+  for (std::int64_t j = 0; j < s.size(); ++j) ++s_keys[key_bits(s.key, j)];
+  std::uint64_t count = 0;
+  for (std::int64_t i = 0; i < r.size(); ++i)
+    if (const auto it = s_keys.find(key_bits(r.key, i)); it != s_keys.end()) count += it->second;
+  return count;
+}
+
 /// The materialized output of a join as sorted tuples (absent payload columns read as 0).
 inline std::vector<Tuple> result_tuples(const JoinResult& result) {
   const auto column = [&](const HostColumn& c) { return c.size() == result.key.size() ? &c : nullptr; };

@@ -768,9 +768,11 @@ inline TableJoinResult call_join_tables(Engine* engine, const TableView& left, c
 }
 
 /// Runs join_tables on `in` with `o`, checks the result against the reference and that the inputs are
-/// unchanged; returns false (having reported a failure that replays the case) when anything is off.
+/// unchanged; returns false (having reported a failure that replays the case) when anything is off. The
+/// result goes to `result` where given (for checks of the caller's own).
 inline bool run_and_check(const TableInput& in, const TableJoinOptions& o, const std::string& context = {},
-                          CarryCheck carry_check = CarryCheck::LateOrCarried, Engine* engine = nullptr) {
+                          CarryCheck carry_check = CarryCheck::LateOrCarried, Engine* engine = nullptr,
+                          TableJoinResult* result = nullptr) {
   std::vector<std::vector<unsigned char>> before;
   for (const auto* t : {&in.left, &in.right})
     for (const auto& c : t->columns) before.push_back(c.bytes);
@@ -790,6 +792,7 @@ inline bool run_and_check(const TableInput& in, const TableJoinOptions& o, const
       }
   const auto ok = matches_reference(in, o, res, carry_check);
   if (!ok) ADD_FAILURE() << context << ok.message() << "\n" << describe(in, o);
+  if (result) *result = std::move(res);
   return static_cast<bool>(ok);
 }
 
