@@ -19,11 +19,13 @@
 
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
+#include "common/keys.hpp"
+#include "common/reference_join.hpp"
+#include "common/relations.hpp"
 #include "common/seed.hpp"
 #include "common/tier.hpp"
 #include "copart/copart_test_util.hpp"
 #include "copart/flow_check.hpp"
-#include "e2e/e2e_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -231,7 +233,7 @@ TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
     }
     const int payload = c.output == OutputMode::Materialize ? 8 : 0;
     const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
-    const Expected expected = expected_join(r, s, c.output);
+    const ReferenceResult expected = reference_result(r, s, c.output);
     for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
       const std::uint64_t limit = bucketing_limit(r, s, g, c.output, c.hot);
       SCOPED_TRACE(std::string(c.name) + ", g = " + std::to_string(g) + ", limit " + std::to_string(limit >> 20) + " MiB");
@@ -264,7 +266,7 @@ TEST(BucketedPlanner, GroupsKeptResidentWhereTheMemoryAllows) {
     for (std::size_t i = 0; i < sk.size(); i += 4) sk[i] = 777;  // a hot key: a quarter of S
     const int payload = output == OutputMode::Materialize ? 8 : 0;
     const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
-    const Expected expected = expected_join(r, s, output);
+    const ReferenceResult expected = reference_result(r, s, output);
     for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
       const std::uint64_t limit = hybrid_limit(r, s, g, output);
       SCOPED_TRACE(std::string(output == OutputMode::Count ? "count" : "materialize") + ", g = " + std::to_string(g) +

@@ -1,6 +1,6 @@
 #pragma once
 // The GPU suites' check of a co-partitioned variant: its count and its materialized output against the
-// hash-multimap reference (e2e_util.hpp), on one GPU and, where there are two, on two.
+// reference join (tests/common/reference_join.hpp), on one GPU and, where there are two, on two.
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
 #include "engine/src/copart/copart_join.hpp"
@@ -9,9 +9,11 @@
 
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
+#include "common/keys.hpp"
+#include "common/reference_join.hpp"
+#include "common/relations.hpp"
 #include "common/tier.hpp"
 #include "copart/copart_test_util.hpp"
-#include "e2e/e2e_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -124,25 +126,11 @@ void check_flow(const Relation& r, const Relation& s, const std::string& name, c
   }
 }
 
-/// What a join of R and S must return: the count, and for a materialized join the sorted tuples (a
-/// count needs no tuples: the hash count is a fraction of the multimap's time at tens of millions of rows).
-struct Expected {
-  std::uint64_t count = 0;
-  std::vector<Tuple> tuples;  ///< sorted; only for OutputMode::Materialize
-};
-
-inline Expected expected_join(const Relation& r, const Relation& s, OutputMode output) {
-  if (output != OutputMode::Materialize) return {reference_count(r, s), {}};
-  Expected e{0, reference_tuples(r, s)};
-  e.count = e.tuples.size();
-  return e;
-}
-
 /// Through the public API on `g` GPUs of `limit` bytes each: the planner takes the co-partitioned flow,
-/// its reason names `variant`, and the count (and the materialized output) are `expected`'s (expected_join
+/// its reason names `variant`, and the count (and the materialized output) are `expected`'s (reference_result
 /// of R and S, computed once for all the limits and GPU counts a test tries). Returns the reason.
 inline std::string check_planned(const Relation& r, const Relation& s, int g, std::uint64_t limit, OutputMode output,
-                                 const std::string& variant, const Expected& expected) {
+                                 const std::string& variant, const ReferenceResult& expected) {
   Relation rc = copy_of(r), sc = copy_of(s);
   JoinOptions options;
   options.output = output;

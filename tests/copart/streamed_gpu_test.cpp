@@ -15,11 +15,13 @@
 
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
+#include "common/keys.hpp"
+#include "common/reference_join.hpp"
+#include "common/relations.hpp"
 #include "common/seed.hpp"
 #include "common/tier.hpp"
 #include "copart/copart_test_util.hpp"
 #include "copart/flow_check.hpp"
-#include "e2e/e2e_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +30,6 @@
 #include <numeric>
 #include <random>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace mgjoin::test {
@@ -155,27 +156,6 @@ StreamWindow stream_window(Relation& r, Relation& s, int g, OutputMode output) {
   return w;
 }
 
-/// A lookup join's reference: a hash multimap on the small R's key bits, S probed row by row (what
-/// reference_tuples does with the sides swapped: hashing tens of millions of S rows would take most of
-/// this test's time). Tuples only when `tuples`.
-Expected lookup_reference(const Relation& r, const Relation& s, bool tuples) {
-  std::unordered_multimap<std::uint64_t, std::int64_t> r_rows;
-  r_rows.reserve(static_cast<std::size_t>(r.size()));
-  for (std::int64_t i = 0; i < r.size(); ++i) r_rows.emplace(key_bits(r.key, i), i);
-  const auto payload = [](const Relation& rel, std::int64_t i) { return rel.payload ? key_bits(*rel.payload, i) : 0; };
-  Expected e;
-  for (std::int64_t j = 0; j < s.size(); ++j) {
-    const std::uint64_t key = key_bits(s.key, j);
-    const auto [begin, end] = r_rows.equal_range(key);
-    for (auto it = begin; it != end; ++it) {
-      ++e.count;
-      if (tuples) e.tuples.emplace_back(key, payload(r, it->second), payload(s, j));
-    }
-  }
-  std::sort(e.tuples.begin(), e.tuples.end());
-  return e;
-}
-
 TEST(StreamedPlanner, AMemoryLimitHoldingOnlyTheSmallerRelationStreams) {
   MGJOIN_REQUIRE_GPUS(1);
   std::mt19937_64 rng(announce_seed());
@@ -191,7 +171,9 @@ TEST(StreamedPlanner, AMemoryLimitHoldingOnlyTheSmallerRelationStreams) {
   for (const Case c : {Case{OutputMode::Count, 16'000'000}, Case{OutputMode::Materialize, 24'000'000}}) {
     const bool materialize = c.output == OutputMode::Materialize;
     auto [r, s] = lookup_join(rng, 300'000, c.s_rows, materialize);
-    const Expected expected = lookup_reference(r, s, materialize);
+    // The reference hashes the small R and looks S up row by row: hashing tens of millions of S rows
+    // would take most of this test's time.
+    const ReferenceResult expected = reference_result(r, s, c.output, IndexOn::R);
     for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
       const StreamWindow w = stream_window(r, s, g, c.output);
       const std::uint64_t limit = w.middle();

@@ -7,8 +7,8 @@
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
 #include "common/gpu.hpp"
+#include "common/reference_join.hpp"
 #include "common/seed.hpp"
-#include "join/join_reference.hpp"
 
 #include <mgjoin/error.hpp>
 

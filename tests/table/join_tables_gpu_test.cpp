@@ -1,5 +1,5 @@
 // join_tables through the GPU flows (join.gpus = 1 and 2; join.strategy Auto, Paper and CoPartitioned)
-// against the reference of table_reference.hpp, with the checks of the CPU suite (table_test_util.hpp):
+// against the reference (tests/common/reference_join.hpp), with the checks of the CPU suite (table_test_util.hpp):
 // every join kind x output form x key width (4 and 8 bytes, signed, composite), payload columns gathered
 // on the CPU or the GPUs, the adversarial shapes,
 // tables of more than 2^16 rows per side (up to 300k), carried payloads, may_reorder_inputs, and both
@@ -13,7 +13,7 @@
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 #include "common/tier.hpp"
-#include "table/table_reference.hpp"
+#include "common/reference_join.hpp"
 #include "table/table_test_util.hpp"
 
 #include <gtest/gtest.h>

@@ -1,14 +1,14 @@
 #pragma once
 // Shared pieces of the join_tables suites (CPU and GPU): owning test tables, the random and
 // adversarial inputs, and the check of a TableJoinResult against the reference's row pairs
-// (table_reference.hpp). Everything the check expects (count, gather maps, column values, validity,
+// (tests/common/reference_join.hpp). Everything the check expects (count, gather maps, column values, validity,
 // order) is derived from those pairs and the input tables; nothing is computed by the engine.
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 #include <mgjoin/types.hpp>
 
-#include "table/table_reference.hpp"
+#include "common/reference_join.hpp"
 
 #include <gtest/gtest.h>
 
