@@ -1,5 +1,5 @@
 // join_tables through the GPU flows (join.gpus = 1 and 2; join.strategy Auto, Paper and CoPartitioned)
-// against the reference (tests/common/reference_join.hpp), with the checks of the CPU suite (table_test_util.hpp):
+// against the reference (tests/common/reference_join.hpp), with the checks of the CPU suite (table_check.hpp):
 // every join kind x output form x key width (4 and 8 bytes, signed, composite), payload columns gathered
 // on the CPU or the GPUs, the adversarial shapes,
 // tables of more than 2^16 rows per side (up to 300k), carried payloads, may_reorder_inputs, and both
@@ -14,7 +14,10 @@
 #include "common/seed.hpp"
 #include "common/tier.hpp"
 #include "common/reference_join.hpp"
-#include "table/table_test_util.hpp"
+#include "table/table_check.hpp"
+#include "table/table_inputs.hpp"
+#include "table/table_names.hpp"
+#include "table/test_tables.hpp"
 
 #include <gtest/gtest.h>
 

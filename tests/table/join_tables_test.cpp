@@ -7,7 +7,10 @@
 
 #include "common/reference_join.hpp"
 #include "common/seed.hpp"
-#include "table/table_test_util.hpp"
+#include "table/table_check.hpp"
+#include "table/table_inputs.hpp"
+#include "table/table_names.hpp"
+#include "table/test_tables.hpp"
 
 #include <gtest/gtest.h>
 
