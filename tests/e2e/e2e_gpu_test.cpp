@@ -78,7 +78,7 @@ const Expected& expected_for(const WorkloadSpec& spec) {
 JoinOptions gpu_options(const GpuCase& c, const WorkloadShape& shape) {
   JoinOptions options;
   options.gpus = c.gpus;
-  options.strategy = JoinStrategy::Paper;  // this grid checks the paper flow; copart_flow_gpu_test.cpp the other
+  options.strategy = JoinStrategy::Paper;  // this grid checks the paper flow; tests/copart the other
   options.sort = c.sort;
   options.exchange = c.exchange;
   options.output = c.output;
@@ -129,9 +129,9 @@ std::string case_name(const ::testing::TestParamInfo<GpuCase>& info) { return de
 
 class GpuJoinConfigurations : public ::testing::TestWithParam<GpuCase> {
  public:
-  // The cases' engines take 80% of the free memory: the engines that earlier suites of this binary keep
-  // (copart_flow_gpu_test.cpp's, of the same default size) left so little that NCCL's first exchange at
-  // g = 2 could not allocate ("unhandled cuda error" in ncclGroupEnd).
+  // The cases' engines take 80% of the free memory: shared engines that earlier suites of this binary
+  // keep (the co-partitioned suite's, of the same default size, when it was in this binary) left so little
+  // that NCCL's first exchange at g = 2 could not allocate ("unhandled cuda error" in ncclGroupEnd).
   static void SetUpTestSuite() { shared_engines().release(); }
   static void TearDownTestSuite() { engine_.reset(); }
 

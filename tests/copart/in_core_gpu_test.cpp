@@ -1,4 +1,5 @@
-// The co-partitioned flow on the GPUs against a hash-multimap reference that shares no code with it:
+// The co-partitioned flow in core on the GPUs (beside the streamed and bucketed variants' suites) against
+// the reference join (tests/common/reference_join.hpp), which shares no code with it:
 // random and adversarial inputs (all keys equal, a hot key larger than a partition, keys sharing their
 // top bits, Zipf, sorted and reverse, empty and one-row relations, signed extremes, sizes not divisible
 // by g), 4- and 8-byte keys, count and materialized, g = 1 and 2. Also: the inputs stay untouched, the
@@ -10,9 +11,10 @@
 
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
+#include "common/reference_join.hpp"
+#include "common/relations.hpp"
 #include "common/seed.hpp"
 #include "common/tier.hpp"
-#include "e2e/e2e_util.hpp"
 
 #include <gtest/gtest.h>
 
