@@ -1,19 +1,90 @@
 #!/usr/bin/env bash
-# Runs the prebuilt GPU suites from a carried binary folder (default .devbin) on a GPU machine and
-# writes one log to $OUT/gpu-tests.log; prints a summary line per suite.
+# Runs the prebuilt GPU suites from a carried binary folder (default .devbin) on a GPU machine, in one of
+# two tiers (docs/TESTING-TIERS.md), and writes their output to $OUT/gpu-tests.log; prints a line per
+# suite, the ten slowest tests and a summary.
+#
+#   scripts/device-tests.sh             the quick tier (MGJOIN_TEST_TIER=quick): every suite and every
+#                                       test, smaller data and thinner loops; one run of <= 6 minutes on
+#                                       4 H100s
+#   scripts/device-tests.sh full N/M    part N of M of the full tier (the suites' full sizes and grids):
+#                                       every suite runs its N-th of M gtest shards; M = 3 gives parts of
+#                                       about 5 minutes on 4 H100s (each must stay under a device call's 10)
+#
+# MGJOIN_SUITES (the suites, in order; set empty: none), MGJOIN_GTEST_ARGS (added to every suite's
+# arguments, e.g. a --gtest_filter), MGJOIN_SUITE_TIMEOUT (seconds one suite may run; quick 150, full
+# 300), MGJOIN_RUN_BUDGET (seconds all suites together may run: each gets at most what is left; quick
+# 360, full 570), MGJOIN_SIDE_BY_SIDE=0 (copart and table one after the other even on 4 GPUs).
 set -uo pipefail
 source "$(dirname "$0")/device-env.sh"  # cd to the root, NCCL_NVLS_ENABLE=0, $B (binaries), $OUT (logs)
+tier=${1:-quick}
+case "$tier" in
+  quick) suite_timeout=150 budget=360 ;;
+  full)
+    if ! [[ "${2:-}" =~ ^([0-9]+)/([0-9]+)$ ]] || (( BASH_REMATCH[1] < 1 || BASH_REMATCH[1] > BASH_REMATCH[2] )); then
+      echo "device-tests.sh full N/M: expected 1 <= N <= M, got '${2:-}'" >&2
+      exit 2
+    fi
+    export GTEST_TOTAL_SHARDS=${BASH_REMATCH[2]} GTEST_SHARD_INDEX=$(( BASH_REMATCH[1] - 1 ))
+    suite_timeout=300 budget=570 ;;
+  *) echo "device-tests.sh: '$tier': expected quick or full N/M" >&2; exit 2 ;;
+esac
+export MGJOIN_TEST_TIER=$tier GTEST_PRINT_TIME=1  # per-test times: the slowest ten are listed at the end
+suite_timeout=${MGJOIN_SUITE_TIMEOUT:-$suite_timeout}
+deadline=$(( $(date +%s) + ${MGJOIN_RUN_BUDGET:-$budget} ))
+suites=(${MGJOIN_SUITES-alloc topology io join sort copart cli e2e table})
 # The CLI suites run the mgjoin binary at the build folder it was built in (MGJOIN_BUILT_IN).
 built_in=${MGJOIN_BUILT_IN:-/work/main/build-lead}
-if [ ! -e "$built_in/mgjoin" ]; then mkdir -p "$(dirname "$built_in")"; ln -sfn "$PWD/$B" "$built_in"; fi
+if (( ${#suites[@]} )) && [ ! -e "$built_in/mgjoin" ]; then
+  mkdir -p "$(dirname "$built_in")"
+  ln -sfn "$(cd "$B" && pwd)" "$built_in"
+fi
 failed=0  # the exit status: 1 when a suite or the differential harness failed
-for t in ${MGJOIN_SUITES-alloc topology io join sort copart cli e2e table}; do  # set empty: none
+
+run_suite() {  # suite [VAR=value...]: runs it (with those variables) within its share of the budget
+  local t=$1 start limit rc
+  shift
   start=$(date +%s)
-  timeout "${MGJOIN_SUITE_TIMEOUT:-240}" "$B/${t}_gpu_tests" ${MGJOIN_GTEST_ARGS:-} >> "$OUT/gpu-tests.log" 2>&1
+  limit=$(( deadline - start < suite_timeout ? deadline - start : suite_timeout ))
+  if (( limit <= 0 )); then
+    echo "${t}_gpu_tests not run: the run's budget is spent" | tee "$OUT/$t.log"
+    return 1
+  fi
+  env "$@" timeout "$limit" "$B/${t}_gpu_tests" ${MGJOIN_GTEST_ARGS:-} > "$OUT/$t.log" 2>&1
   rc=$?
-  [ "$rc" -eq 0 ] || failed=1
-  echo "${t}_gpu_tests rc=$rc ($(( $(date +%s) - start )) s)"
+  echo "${t}_gpu_tests rc=$rc ($(( $(date +%s) - start )) s$( (( rc == 124 )) && echo ", killed at $limit s"))"
+  return "$rc"
+}
+
+listed() { [[ " ${suites[*]} " == *" $1 "* ]]; }
+# copart and table join on at most 2 GPUs: with 4 GPUs present they run at once, each on two of them,
+# with half the cores each (the other suites run alone, on every GPU).
+side_by_side=
+if [[ "${MGJOIN_SIDE_BY_SIDE:-1}" != 0 && -z "${CUDA_VISIBLE_DEVICES:-}" ]] && listed copart && listed table &&
+   (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 4 )); then
+  side_by_side=1
+fi
+half_cores=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+for t in "${suites[@]}"; do
+  if [[ -n "$side_by_side" && "$t" == table ]]; then continue; fi  # ran beside copart
+  if [[ -n "$side_by_side" && "$t" == copart ]]; then
+    run_suite copart CUDA_VISIBLE_DEVICES=0,1 OMP_NUM_THREADS=$half_cores & copart=$!
+    run_suite table CUDA_VISIBLE_DEVICES=2,3 OMP_NUM_THREADS=$half_cores & table=$!
+    wait "$copart" || failed=1
+    wait "$table" || failed=1
+  else
+    run_suite "$t" || failed=1
+  fi
 done
+# One log of every suite, in order (added to what an earlier run in $OUT wrote); the per-suite logs go.
+for t in "${suites[@]}"; do
+  [ -f "$OUT/$t.log" ] || continue
+  echo "=== ${t}_gpu_tests" >> "$OUT/gpu-tests.log"
+  cat "$OUT/$t.log" >> "$OUT/gpu-tests.log"
+  # "[       OK ] Suite.Test (1234 ms)" -> "1234 t: Suite.Test" (failed tests too)
+  sed -nE "s/^\[ +(OK|FAILED) +\] (.+) \(([0-9]+) ms\)$/\3 $t: \2/p" "$OUT/$t.log" >> "$OUT/gpu-tests.times"
+  rm -f "$OUT/$t.log"
+done
+
 # The differential harness (tests/differential): MGJOIN_DIFF_CASES random cases on up to
 # MGJOIN_DIFF_GPUS GPUs against the hash-join reference; its last line is the summary. With
 # MGJOIN_DIFF_SHARDS=N (default 1) N processes share one seed's cases side by side (--shard i/N), each
@@ -36,6 +107,12 @@ if [ -n "${MGJOIN_DIFF_CASES:-}" ]; then
   echo "differential rc=$rc in $(( $(date +%s) - start )) s:"; grep -E '^(differential: [0-9]+ cases|MISMATCH)' "$OUT/differential.log"
 fi
 [ -f "$OUT/gpu-tests.log" ] || exit "$failed"
-echo "== summary"; grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gpu-tests.log" | sort | uniq -c
+if [ -s "$OUT/gpu-tests.times" ]; then
+  echo "== slowest tests"
+  sort -rn "$OUT/gpu-tests.times" | head -10 | awk '{ ms = $1; sub(/^[0-9]+ /, ""); printf "%7.1f s  %s\n", ms / 1000, $0 }'
+fi
+rm -f "$OUT/gpu-tests.times"
+echo "== summary ($tier${GTEST_TOTAL_SHARDS:+ part $(( GTEST_SHARD_INDEX + 1 ))/$GTEST_TOTAL_SHARDS})"
+grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gpu-tests.log" | sort | uniq -c
 grep -E '^\[  FAILED  \]' "$OUT/gpu-tests.log" | sort -u | head -40
 exit "$failed"

@@ -6,6 +6,7 @@
 
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
+#include "common/tier.hpp"
 
 #include "core/device.hpp"
 
@@ -168,10 +169,12 @@ TEST(PinnedStackAllocator, MappedMemoryIsWrittenByKernelsOnEveryGpu) {
 
 // ---------------------------------------------------------------- sorts of 10^8 pairs on the adapters
 
-constexpr std::size_t kPairs = 100'000'000;
-// Left free on the GPU beside the stack: less than the scratch each sort needs (≥ 1.6 GB), so a sort that
-// fell back to cudaMalloc for its scratch would fail instead of passing unnoticed.
-constexpr std::size_t kHeadroom = 256 * kMiB;
+// 10^8 pairs (the tests' names); quick: 2.5 * 10^7 (the CPU reference std::sorts every key, one thread),
+// with the headroom a quarter too: still about a sixth of the scratch each sort needs.
+std::size_t pair_count() { return test::per_tier<std::size_t>(25'000'000, 100'000'000); }
+// Left free on the GPU beside the stack: less than the scratch each sort needs (≥ 16 bytes a pair: 1.6 GB), so
+// a sort that fell back to cudaMalloc for its scratch would fail instead of passing unnoticed.
+std::size_t headroom() { return test::per_tier<std::size_t>(64 * kMiB, 256 * kMiB); }
 
 struct Pairs {
   std::vector<std::uint64_t> keys;
@@ -184,9 +187,10 @@ const Pairs& input_pairs() {
   static const Pairs pairs = [] {
     Pairs p;
     std::mt19937_64 rng(test::announce_seed());
-    p.keys.resize(kPairs);
-    p.values.resize(kPairs);
-    for (std::size_t i = 0; i < kPairs; ++i) {
+    const std::size_t n = pair_count();
+    p.keys.resize(n);
+    p.values.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
       const auto r = rng();
       p.keys[i] = r % 8 == 0 ? 42 : r % 8 == 1 ? (0xabcdull << 48) | (r >> 40) : r;
       p.values[i] = i;
@@ -213,12 +217,12 @@ void expect_stable_sort_of(const Pairs& in, const std::vector<std::uint64_t>& ke
   EXPECT_EQ(wrong, 0u) << "values are not the stably sorted input positions";
 }
 
-// A device stack over all free memory of the GPU but kHeadroom.
+// A device stack over all free memory of the GPU but headroom().
 std::unique_ptr<DeviceStackAllocator> stack_over_free_memory(int gpu) {
   gpu::DeviceGuard guard(gpu);
   std::size_t free_bytes = 0, total = 0;
   MGJOIN_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
-  return std::make_unique<DeviceStackAllocator>(gpu, free_bytes - kHeadroom);
+  return std::make_unique<DeviceStackAllocator>(gpu, free_bytes - headroom());
 }
 
 template <class Alloc>
@@ -241,17 +245,17 @@ TEST(ThrustAllocator, SortByKeyOfTenToTheEightPairsTakesAllScratchFromTheStack) 
   auto stack = stack_over_free_memory(gpu);
   gpu::Stream stream(gpu);
   gpu::DeviceGuard guard(gpu);
-  StackBuffer<std::uint64_t, DeviceStackAllocator> keys(*stack, kPairs), values(*stack, kPairs);
+  StackBuffer<std::uint64_t, DeviceStackAllocator> keys(*stack, pair_count()), values(*stack, pair_count());
   upload(keys, in.keys, stream);
   upload(values, in.values, stream);
   const std::size_t data_top = stack->used();
 
   ThrustAllocator scratch(*stack);
-  thrust::sort_by_key(thrust::cuda::par(scratch).on(stream), keys.data(), keys.data() + kPairs, values.data());
+  thrust::sort_by_key(thrust::cuda::par(scratch).on(stream), keys.data(), keys.data() + pair_count(), values.data());
   MGJOIN_CUDA_TRY(cudaStreamSynchronize(stream));
 
   // Scratch beyond the headroom came from the stack: a cudaMalloc of it would have failed.
-  EXPECT_GT(stack->peak_used() - data_top, kHeadroom) << "Thrust's scratch did not come from the stack";
+  EXPECT_GT(stack->peak_used() - data_top, headroom()) << "Thrust's scratch did not come from the stack";
   EXPECT_EQ(stack->used(), data_top) << "Thrust returned all its scratch";
   expect_stable_sort_of(in, download(keys, stream), download(values, stream));
 }
@@ -263,8 +267,8 @@ TEST(RunCub, RadixSortPairsOfTenToTheEightPairsTakesItsTempStorageFromTheStack) 
   auto stack = stack_over_free_memory(gpu);
   gpu::Stream stream(gpu);
   gpu::DeviceGuard guard(gpu);
-  StackBuffer<std::uint64_t, DeviceStackAllocator> keys_in(*stack, kPairs), values_in(*stack, kPairs);
-  StackBuffer<std::uint64_t, DeviceStackAllocator> keys_out(*stack, kPairs), values_out(*stack, kPairs);
+  StackBuffer<std::uint64_t, DeviceStackAllocator> keys_in(*stack, pair_count()), values_in(*stack, pair_count());
+  StackBuffer<std::uint64_t, DeviceStackAllocator> keys_out(*stack, pair_count()), values_out(*stack, pair_count());
   upload(keys_in, in.keys, stream);
   upload(values_in, in.values, stream);
   const std::size_t data_top = stack->used();
@@ -273,13 +277,13 @@ TEST(RunCub, RadixSortPairsOfTenToTheEightPairsTakesItsTempStorageFromTheStack) 
   run_cub(*stack, [&](void* temp, std::size_t& temp_bytes) {
     const cudaError_t err = cub::DeviceRadixSort::SortPairs(
         temp, temp_bytes, keys_in.data(), keys_out.data(), values_in.data(), values_out.data(),
-        static_cast<std::int64_t>(kPairs), 0, 64, stream.get());
+        static_cast<std::int64_t>(pair_count()), 0, 64, stream.get());
     asked = temp_bytes;
     return err;
   });
   MGJOIN_CUDA_TRY(cudaStreamSynchronize(stream));
 
-  EXPECT_GE(asked, kHeadroom) << "the headroom must be too small for the temp storage to prove anything";
+  EXPECT_GE(asked, headroom()) << "the headroom must be too small for the temp storage to prove anything";
   EXPECT_GE(stack->peak_used() - data_top, asked);
   EXPECT_EQ(stack->used(), data_top) << "run_cub returned its temp storage";
   expect_stable_sort_of(in, download(keys_out, stream), download(values_out, stream));

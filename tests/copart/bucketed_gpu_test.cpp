@@ -19,10 +19,13 @@
 
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
+#include "common/keys.hpp"
+#include "common/reference_join.hpp"
+#include "common/relations.hpp"
 #include "common/seed.hpp"
+#include "common/tier.hpp"
 #include "copart/copart_test_util.hpp"
 #include "copart/flow_check.hpp"
-#include "e2e/e2e_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -98,7 +101,9 @@ JoinResult run_bucketed(OwnGpus& gpus, int g, OutputMode output, const Shape& sh
 /// Count and materialized output of the bucketed flow against the reference: each group count with
 /// pass 2 overlapped and one by one, and the first with every group alone; then resident groups
 /// beside one host group (a large share), three and, with many groups asked for, seven (small shares).
-void check_bucketed(const Relation& r, const Relation& s, const std::string& name, std::vector<int> group_counts = {2, 3, 16}) {
+/// `rotation`: shapes_to_run's (the quick tier runs the first shape and one other per input).
+void check_bucketed(const Relation& r, const Relation& s, const std::string& name, std::vector<int> group_counts = {2, 3, 16},
+                    int rotation = kEveryShape) {
   std::vector<Shape> shapes;
   for (const int groups : group_counts) {
     shapes.push_back({groups, Pass2::Overlapped});
@@ -109,11 +114,8 @@ void check_bucketed(const Relation& r, const Relation& s, const std::string& nam
   shapes.push_back({3, Pass2::OneByOne, 0.2});
   if (group_counts.size() > 2) shapes.push_back({7, Pass2::Overlapped, 0.1});
   check_flow(r, s, name, shapes,
-             [&](int g, OutputMode output, const Shape& shape) {
-               OwnGpus gpus(g, r, s);
-               return run_bucketed(gpus, g, output, shape);
-             },
-             describe);
+             [&](OwnGpus& gpus, int g, OutputMode output, const Shape& shape) { return run_bucketed(gpus, g, output, shape); },
+             describe, rotation);
 }
 
 class BucketedFlow : public ::testing::Test {
@@ -125,15 +127,26 @@ TEST_F(BucketedFlow, RandomKeys) {
   std::mt19937_64 rng(announce_seed());
   const auto r = uniform_keys<std::int64_t>(rng, 100'001, -60'000, 60'000);
   const auto s = uniform_keys<std::int64_t>(rng, 150'003, -60'000, 60'000);
-  check_bucketed(relation_of(r, 8, 0), relation_of(s, 8, 1u << 30), "signed 8-byte keys", {2, 3, 7, 16});
+  // Quick: 7 host groups drop out of the overlapped and one-by-one runs; 7 groups still run beside
+  // resident ones (three group counts asked for), and 2, 3 and 16 host groups in every pass-2 mode.
+  check_bucketed(relation_of(r, 8, 0), relation_of(s, 8, 1u << 30), "signed 8-byte keys",
+                 per_tier<std::vector<int>>({2, 3, 16}, {2, 3, 7, 16}));
   const auto r32 = uniform_keys<std::uint32_t>(rng, 30'007, 0, 9'000), s32 = uniform_keys<std::uint32_t>(rng, 70'001, 0, 9'000);
-  check_bucketed(relation_of(r32, 0, 0), relation_of(s32, 8, 1u << 30), "4-byte keys, R without payload");
+  // Quick: this input's point is the key width and R's missing payload, which every group count meets
+  // alike: 3 groups in every pass-2 mode, alone and beside resident groups.
+  check_bucketed(relation_of(r32, 0, 0), relation_of(s32, 8, 1u << 30), "4-byte keys, R without payload",
+                 per_tier<std::vector<int>>({3}, {2, 3, 16}));
 }
 
 TEST_F(BucketedFlow, AdversarialInputs) {
   std::mt19937_64 rng(announce_seed());
-  // The hot key holds half of S: more than one group's share, so it spans groups.
-  for (const FlowInput& in : adversarial_inputs(rng)) check_bucketed(in.r, in.s, in.name, in.small ? std::vector<int>{3} : std::vector<int>{3, 16});
+  // The hot key holds half of S: more than one group's share, so it spans groups. Quick: each input runs
+  // 3 groups overlapped and one other shape in turn (the hot key 16 groups overlapped); RandomKeys runs
+  // every shape.
+  const std::vector<FlowInput> inputs = adversarial_inputs(rng);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    check_bucketed(inputs[i].r, inputs[i].s, inputs[i].name, inputs[i].small ? std::vector<int>{3} : std::vector<int>{3, 16},
+                   static_cast<int>(i));
 }
 
 // A device allocation that fails anywhere in an overlapped pass 2 (a group's flow, the halves, a
@@ -143,7 +156,7 @@ TEST_F(BucketedFlow, AFailedAllocationInAnOverlappedPass2LosesNothing) {
   std::mt19937_64 rng(announce_seed());
   const Relation r = relation_of(uniform_keys<std::int64_t>(rng, 60'001, -40'000, 40'000), 8, 0);
   const Relation s = relation_of(uniform_keys<std::int64_t>(rng, 90'007, -40'000, 40'000), 8, 1u << 30);
-  const std::uint64_t expected = reference_tuples(r, s).size();
+  const std::uint64_t expected = reference_count(r, s);
   for (int g = 1; g <= std::min(2, gpu_count()); ++g)
     for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize})
       for (const Shape shape : {Shape{4, Pass2::Overlapped}, Shape{2, Pass2::Overlapped, 0.4}}) {
@@ -157,8 +170,9 @@ TEST_F(BucketedFlow, AFailedAllocationInAnOverlappedPass2LosesNothing) {
       const std::uint64_t allocations = alloc::fault::allocations_counted();
       alloc::fault::fail_nth_allocation(0);
       ASSERT_GT(allocations, 8u);
-      const std::uint64_t step = std::max<std::uint64_t>(1, allocations / 24);
-      for (std::uint64_t n = 1; n <= allocations; n += step) {
+      // Full: every allocations/24-th. Quick: every allocations/5-th and the last (pass 1's first ones,
+      // pass 2's groups and the halves in between, the last group's output at the end).
+      for (const std::uint64_t n : fault_points(allocations, 24, 5)) {
         alloc::fault::fail_nth_allocation(n);
         try {
           run_bucketed(gpus, g, output, shape);
@@ -208,21 +222,25 @@ TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
     std::size_t rows;
     bool hot;  ///< one key holds half of S: heavier than a group
   };
+  // Sizes kept in both tiers: the limit window where neither relation fits but groups do, and the cost
+  // model choosing the bucketed flow over the paper flow, need them. One input and reference per case.
   for (const Case c : {Case{"count", OutputMode::Count, 6'000'000, false}, Case{"count, hot key", OutputMode::Count, 6'000'000, true},
-                       Case{"materialize", OutputMode::Materialize, 12'000'000, false}})
+                       Case{"materialize", OutputMode::Materialize, 12'000'000, false}}) {
+    auto rk = uniform_keys<std::uint64_t>(rng, c.rows, 0, 4 * c.rows), sk = uniform_keys<std::uint64_t>(rng, c.rows + 1, 0, 4 * c.rows);
+    if (c.hot) {
+      for (std::size_t i = 0; i < rk.size(); i += 100'000) rk[i] = 12345;
+      for (std::size_t i = 0; i < sk.size(); i += 2) sk[i] = 12345;
+    }
+    const int payload = c.output == OutputMode::Materialize ? 8 : 0;
+    const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
+    const ReferenceResult expected = reference_result(r, s, c.output);
     for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
-      auto rk = uniform_keys<std::uint64_t>(rng, c.rows, 0, 4 * c.rows), sk = uniform_keys<std::uint64_t>(rng, c.rows + 1, 0, 4 * c.rows);
-      if (c.hot) {
-        for (std::size_t i = 0; i < rk.size(); i += 100'000) rk[i] = 12345;
-        for (std::size_t i = 0; i < sk.size(); i += 2) sk[i] = 12345;
-      }
-      const int payload = c.output == OutputMode::Materialize ? 8 : 0;
-      const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
       const std::uint64_t limit = bucketing_limit(r, s, g, c.output, c.hot);
       SCOPED_TRACE(std::string(c.name) + ", g = " + std::to_string(g) + ", limit " + std::to_string(limit >> 20) + " MiB");
       ASSERT_GT(limit, 0u) << "no GPU memory limit makes the planner bucket";
-      check_planned(r, s, g, limit, c.output, "co-partitioned, bucketed");
+      check_planned(r, s, g, limit, c.output, "co-partitioned, bucketed", expected);
     }
+  }
 }
 
 /// The smallest such memory at which the planner (asked for resident groups) keeps them beside its host
@@ -241,24 +259,26 @@ TEST(BucketedPlanner, GroupsKeptResidentWhereTheMemoryAllows) {
   struct Unset {
     ~Unset() { unsetenv("MGJOIN_BUCKET_RESIDENT"); }
   } unset;
-  for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize})
+  for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize}) {
+    // (Materialized, fewer rows would be the paper flow's by the cost model: both tiers keep the sizes.)
+    const std::size_t rows = output == OutputMode::Count ? 6'000'000 : 12'000'000;
+    auto rk = uniform_keys<std::uint64_t>(rng, rows, 0, 4 * rows), sk = uniform_keys<std::uint64_t>(rng, rows + 1, 0, 4 * rows);
+    for (std::size_t i = 0; i < sk.size(); i += 4) sk[i] = 777;  // a hot key: a quarter of S
+    const int payload = output == OutputMode::Materialize ? 8 : 0;
+    const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
+    const ReferenceResult expected = reference_result(r, s, output);
     for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
-      // (Materialized, fewer rows would be the paper flow's by the cost model.)
-      const std::size_t rows = output == OutputMode::Count ? 6'000'000 : 12'000'000;
-      auto rk = uniform_keys<std::uint64_t>(rng, rows, 0, 4 * rows), sk = uniform_keys<std::uint64_t>(rng, rows + 1, 0, 4 * rows);
-      for (std::size_t i = 0; i < sk.size(); i += 4) sk[i] = 777;  // a hot key: a quarter of S
-      const int payload = output == OutputMode::Materialize ? 8 : 0;
-      const Relation r = relation_of(rk, payload, 0), s = relation_of(sk, payload, 1u << 30);
       const std::uint64_t limit = hybrid_limit(r, s, g, output);
       SCOPED_TRACE(std::string(output == OutputMode::Count ? "count" : "materialize") + ", g = " + std::to_string(g) +
                    ", limit " + std::to_string(limit >> 20) + " MiB");
       ASSERT_GT(limit, 0u) << "no GPU memory limit makes the planner keep groups resident";
       setenv("MGJOIN_BUCKET_RESIDENT", "auto", 1);
-      check_planned(r, s, g, limit, output, std::to_string(g) + " resident on the GPUs");
+      check_planned(r, s, g, limit, output, std::to_string(g) + " resident on the GPUs", expected);
       unsetenv("MGJOIN_BUCKET_RESIDENT");
-      const std::string off = check_planned(r, s, g, limit, output, "co-partitioned, bucketed");
+      const std::string off = check_planned(r, s, g, limit, output, "co-partitioned, bucketed", expected);
       EXPECT_EQ(off.find("resident on the GPUs"), std::string::npos) << off;
     }
+  }
   setenv("MGJOIN_BUCKET_RESIDENT", "most", 1);
   const Relation r = relation_of(uniform_keys<std::uint64_t>(rng, 6'000'000, 0, 24'000'000), 0, 0);
   const Relation s = relation_of(uniform_keys<std::uint64_t>(rng, 6'000'001, 0, 24'000'000), 0, 0);
@@ -315,7 +335,7 @@ TEST(BucketedPlanner, HostMemoryTooSmallForTheBucketsIsRefusedUpFront) {
   count.output = OutputMode::Count;
   const JoinResult result = engine.join(rc.view(), sc.view(), count);
   EXPECT_NE(result.strategy_reason.find("co-partitioned, bucketed"), std::string::npos) << result.strategy_reason;
-  EXPECT_EQ(result.count, reference_tuples(r, s).size());
+  EXPECT_EQ(result.count, reference_count(r, s));
 }
 
 }  // namespace

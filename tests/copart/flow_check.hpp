@@ -1,6 +1,6 @@
 #pragma once
 // The GPU suites' check of a co-partitioned variant: its count and its materialized output against the
-// hash-multimap reference (e2e_util.hpp), on one GPU and, where there are two, on two.
+// reference join (tests/common/reference_join.hpp), on one GPU and, where there are two, on two.
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
 #include "engine/src/copart/copart_join.hpp"
@@ -9,8 +9,11 @@
 
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
+#include "common/keys.hpp"
+#include "common/reference_join.hpp"
+#include "common/relations.hpp"
+#include "common/tier.hpp"
 #include "copart/copart_test_util.hpp"
-#include "e2e/e2e_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -50,10 +53,16 @@ class OwnGpus {
   RelationView r() { return rc_.view(); }
   RelationView s() { return sc_.view(); }
 
-  /// The context of a run that takes `pinned_bytes` of pinned memory per GPU.
+  /// The context of a run that takes `pinned_bytes` of pinned memory per GPU. One OwnGpus serves a
+  /// test's runs one after another, as an engine serves its joins: the pinned stacks of an earlier run are
+  /// kept where they hold this one's, and the NCCL communicators once made (each run gives back all it took:
+  /// stacks_empty()).
   copart::CopartContext context(std::uint64_t pinned_bytes, Exchange exchange = Exchange::CopyEngines) {
-    for (std::size_t d = 0; d < devices_.size(); ++d) pinned_.add(pinned_bytes + (1u << 20), /*mapped=*/true);
-    if (exchange == Exchange::Nccl) comms_ = std::make_unique<p2p::NcclComms>(devices_);
+    if (pinned_.empty() || pinned_[0].capacity() < pinned_bytes + (1u << 20)) {
+      pinned_.clear();
+      for (std::size_t d = 0; d < devices_.size(); ++d) pinned_.add(pinned_bytes + (1u << 20), /*mapped=*/true);
+    }
+    if (exchange == Exchange::Nccl && !comms_) comms_ = std::make_unique<p2p::NcclComms>(devices_);
     return {devices_, device_.view(), pinned_.view(), exchange, comms_.get()};
   }
 
@@ -80,37 +89,48 @@ inline bool few_shapes() {
   return v && *v && std::string(v) != "0";
 }
 
+/// check_flow's `rotation` for a test meant to run every shape in every tier (the random inputs).
+inline constexpr int kEveryShape = -1;
+
 /// The shapes check_flow runs: all, or with few_shapes() the first two and the last (the callers list
-/// each kind of run first and their special cases last, so every code path still runs).
+/// each kind of run first and their special cases last, so every code path still runs). In the quick tier
+/// a caller that checks many inputs passes each its index as `rotation`: each input then runs the first
+/// shape (the variant's plain run) and one other in turn, so that every shape still meets several of the
+/// inputs while the inputs do not each repeat every shape.
 template <class Shape>
-std::vector<Shape> shapes_to_run(const std::vector<Shape>& shapes) {
-  if (!few_shapes() || shapes.size() <= 3) return shapes;
-  return {shapes[0], shapes[1], shapes.back()};
+std::vector<Shape> shapes_to_run(const std::vector<Shape>& shapes, int rotation = kEveryShape) {
+  if (few_shapes() && shapes.size() > 3) return {shapes[0], shapes[1], shapes.back()};
+  if (full_tier() || rotation == kEveryShape || shapes.size() <= 2) return shapes;
+  return {shapes[0], shapes[1 + static_cast<std::size_t>(rotation) % (shapes.size() - 1)]};
 }
 
-/// For g = 1..min(2, GPUs) and every shape (shapes_to_run): run(g, output, shape) must count and
-/// materialize what the reference joins; describe(shape) names the shape in failures.
+/// For g = 1..min(2, GPUs) and every shape (shapes_to_run): run(gpus, g, output, shape) must count and
+/// materialize what the reference joins; describe(shape) names the shape in failures. One OwnGpus per g
+/// serves every run, and its stacks must be empty after each.
 template <class Shape, class Run, class Describe>
 void check_flow(const Relation& r, const Relation& s, const std::string& name, const std::vector<Shape>& shapes,
-                Run run, Describe describe) {
+                Run run, Describe describe, int rotation = kEveryShape) {
   const std::vector<Tuple> expected = reference_tuples(r, s);
-  for (int g = 1; g <= std::min(2, gpu_count()); ++g)
-    for (const Shape& shape : shapes_to_run(shapes)) {
+  for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
+    OwnGpus gpus(g, r, s);
+    for (const Shape& shape : shapes_to_run(shapes, rotation)) {
       SCOPED_TRACE(name + ", g = " + std::to_string(g) + ", " + describe(shape));
-      EXPECT_EQ(run(g, OutputMode::Count, shape).count, expected.size());
-      const JoinResult m = run(g, OutputMode::Materialize, shape);
+      EXPECT_EQ(run(gpus, g, OutputMode::Count, shape).count, expected.size());
+      EXPECT_TRUE(gpus.stacks_empty()) << "after the count";
+      const JoinResult m = run(gpus, g, OutputMode::Materialize, shape);
+      EXPECT_TRUE(gpus.stacks_empty()) << "after the materialized join";
       EXPECT_EQ(m.count, expected.size());
       ASSERT_EQ(m.key.size(), static_cast<std::int64_t>(expected.size()));
       EXPECT_TRUE(result_tuples(m) == expected) << "the output tuples differ from the reference";
     }
+  }
 }
 
 /// Through the public API on `g` GPUs of `limit` bytes each: the planner takes the co-partitioned flow,
-/// its reason names `variant`, and the count (and the materialized output) are the reference's. Returns
-/// the reason.
+/// its reason names `variant`, and the count (and the materialized output) are `expected`'s (reference_result
+/// of R and S, computed once for all the limits and GPU counts a test tries). Returns the reason.
 inline std::string check_planned(const Relation& r, const Relation& s, int g, std::uint64_t limit, OutputMode output,
-                                 const std::string& variant) {
-  const std::vector<Tuple> expected = reference_tuples(r, s);
+                                 const std::string& variant, const ReferenceResult& expected) {
   Relation rc = copy_of(r), sc = copy_of(s);
   JoinOptions options;
   options.output = output;
@@ -118,9 +138,9 @@ inline std::string check_planned(const Relation& r, const Relation& s, int g, st
   SCOPED_TRACE("g = " + std::to_string(g) + ", limit " + std::to_string(limit >> 20) + " MiB: " + result.strategy_reason);
   EXPECT_EQ(result.strategy, JoinStrategy::CoPartitioned);
   EXPECT_NE(result.strategy_reason.find(variant), std::string::npos);
-  EXPECT_EQ(result.count, expected.size());
+  EXPECT_EQ(result.count, expected.count);
   if (output == OutputMode::Materialize) {
-    EXPECT_TRUE(result_tuples(result) == expected) << "the output tuples differ from the reference";
+    EXPECT_TRUE(result_tuples(result) == expected.tuples) << "the output tuples differ from the reference";
   }
   return result.strategy_reason;
 }

@@ -9,6 +9,7 @@
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
+#include "common/tier.hpp"
 #include "e2e/e2e_util.hpp"
 #include "engine/src/sort/planner.hpp"
 
@@ -37,8 +38,10 @@ struct GpuCase {
 };
 
 /// A few million rows at most (A: 2e5 x 2e6, B: 2e6 x 2e6), so that ~60 joins and their CPU
-/// references fit in well under two minutes on 4 H200s.
-constexpr double kScale = 2e-3;
+/// references fit in well under two minutes on 4 H200s. Quick: a quarter (A: 5e4 x 5e5, B: 5e5 x 5e5); the
+/// out-of-core limit is derived from the rows, so k >= 2 chunksets and the merge phase still run (checked
+/// below), and at g = 4 a chunk still holds 6250 A rows, over the 4096 floor of out_of_core_limit.
+double scale() { return per_tier(5e-4, 2e-3); }
 
 /// A per-GPU limit under which one chunk holds about half of the smaller relation's share of a GPU:
 /// the planner (device_bytes_for_chunk is its formula) then cuts both relations into k >= 2 chunksets,
@@ -75,7 +78,7 @@ const Expected& expected_for(const WorkloadSpec& spec) {
 JoinOptions gpu_options(const GpuCase& c, const WorkloadShape& shape) {
   JoinOptions options;
   options.gpus = c.gpus;
-  options.strategy = JoinStrategy::Paper;  // this grid checks the paper flow; copart_flow_gpu_test.cpp the other
+  options.strategy = JoinStrategy::Paper;  // this grid checks the paper flow; tests/copart the other
   options.sort = c.sort;
   options.exchange = c.exchange;
   options.output = c.output;
@@ -92,7 +95,7 @@ double phase_seconds(const JoinResult& result, const std::string& name) {
 /// Runs `join_fn` on fresh copies of the case's input and checks it against the CPU path.
 template <class JoinFn>
 void check_against_cpu(const GpuCase& c, JoinFn&& join_fn) {
-  const auto spec = workload_spec(c.workload, kScale, c.selectivity, c.zipf, announce_seed());
+  const auto spec = workload_spec(c.workload, scale(), c.selectivity, c.zipf, announce_seed());
   const Expected& expected = expected_for(spec);
   Relation r = copy_of(expected.input.r), s = copy_of(expected.input.s);
 
@@ -122,27 +125,45 @@ std::string describe(const GpuCase& c) {
 void PrintTo(const GpuCase& c, std::ostream* os) { *os << describe(c); }
 std::string case_name(const ::testing::TestParamInfo<GpuCase>& info) { return describe(info.param); }
 
-// --- Strategy x exchange x g x memory on one skewed workload-B case, through mgjoin::join() ----------
+// --- Strategy x exchange x g x memory on one skewed workload-B case, on an engine of the case's options --
 
 class GpuJoinConfigurations : public ::testing::TestWithParam<GpuCase> {
  public:
-  // Each case's join() makes its own engine of 80% of the free memory: the engines that earlier suites
-  // of this binary keep (copart_flow_gpu_test.cpp's, of the same default size) left it so little that
-  // NCCL's first exchange at g = 2 could not allocate ("unhandled cuda error" in ncclGroupEnd).
+  // The cases' engines take 80% of the free memory: shared engines that earlier suites of this binary
+  // keep (the co-partitioned suite's, of the same default size, when it was in this binary) left so little
+  // that NCCL's first exchange at g = 2 could not allocate ("unhandled cuda error" in ncclGroupEnd).
   static void SetUpTestSuite() { shared_engines().release(); }
+  static void TearDownTestSuite() { engine_.reset(); }
+
+  /// What mgjoin::join() would make for `o` (it is Engine(o).join(...)), made once for consecutive cases
+  /// of the same EngineOptions (the grid lists each g's cases of one memory limit together): ~2 s an
+  /// engine on 4 GPUs. One at a time, so each takes the memory as join()'s would.
+  static Engine& engine_for(const JoinOptions& o) {
+    const EngineOptions wanted = o;
+    if (!engine_ || !(engine_options_ == wanted)) {
+      engine_.reset();
+      engine_ = std::make_unique<Engine>(wanted);
+      engine_options_ = wanted;
+    }
+    return *engine_;
+  }
+
+ private:
+  static inline std::unique_ptr<Engine> engine_;
+  static inline EngineOptions engine_options_;
 };
 
 TEST_P(GpuJoinConfigurations, EqualsCpuPath) {
   MGJOIN_REQUIRE_GPUS(GetParam().gpus);
-  check_against_cpu(GetParam(), [](RelationView r, RelationView s, const JoinOptions& o) { return join(r, s, o); });
+  check_against_cpu(GetParam(), [](RelationView r, RelationView s, const JoinOptions& o) { return engine_for(o).join(r, s, o); });
 }
 
 std::vector<GpuCase> configuration_grid() {
   std::vector<GpuCase> cases;
   for (const int g : {1, 2, 3, 4})
-    for (const SortStrategy sort : {SortStrategy::Radix, SortStrategy::Merge})
-      for (const Exchange exchange : {Exchange::CopyEngines, Exchange::Nccl})
-        for (const Memory memory : {Memory::InCore, Memory::OutOfCore})
+    for (const Memory memory : {Memory::InCore, Memory::OutOfCore})
+      for (const SortStrategy sort : {SortStrategy::Radix, SortStrategy::Merge})
+        for (const Exchange exchange : {Exchange::CopyEngines, Exchange::Nccl})
           cases.push_back({Workload::B, 0.5, 1.0, g, sort, exchange, memory, OutputMode::Materialize});
   // 4-byte tuples out of core: workload A's S is cut into many more chunksets than R.
   for (const int g : {2, 3, 4})

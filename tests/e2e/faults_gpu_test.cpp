@@ -10,6 +10,7 @@
 #include "alloc/fault_injection.hpp"
 #include "alloc/stack_allocator.hpp"
 #include "common/gpu.hpp"
+#include "common/tier.hpp"
 #include "e2e/e2e_util.hpp"
 #include "engine/src/sort/planner.hpp"
 
@@ -54,12 +55,17 @@ const FlowCase kFlows[] = {{JoinStrategy::CoPartitioned, OutputMode::Count, "cop
                            {JoinStrategy::Paper, OutputMode::Ranges, "paper ranges"}};
 
 /// Two engines: one with a memory limit small enough that the paper flow takes several chunksets of the
-/// 2M-row workload (and so runs its merge phase), one with the default limit for the co-partitioned flow.
+/// workload (and so runs its merge phase), one with the default limit for the co-partitioned flow.
+/// Made once for the suite (each test ends with them joining right again: a test that broke them would
+/// fail there, and the next test too), freed at its end.
 class GpuFaults : public ::testing::Test {
  protected:
   void SetUp() override {
     MGJOIN_REQUIRE_GPUS(1);
-    original_ = workload(0.002);
+    if (paper_engine_) return;
+    // Quick: 5 * 10^5 rows a relation; the paper engine's limit is derived from the rows, so its flow
+    // still takes two chunksets or more and runs the merge phase (TheFlowsRunAsThisSuiteExpects).
+    original_ = workload(per_tier(0.0005, 0.002));
     EngineOptions e;
     e.gpus = gpu_count() >= 2 ? 2 : 1;
     // Half a relation per GPU per chunkset before the sort's scratch: at least two chunksets each.
@@ -67,9 +73,14 @@ class GpuFaults : public ::testing::Test {
     paper_engine_ = std::make_unique<Engine>(e);  // first: the other one takes 80% of what is left
     e.gpu_memory_limit = 0;
     copart_engine_ = std::make_unique<Engine>(e);
-    expected_ = reference_tuples(original_.r, original_.s).size();
+    expected_ = reference_count(original_.r, original_.s);
   }
   void TearDown() override { alloc::fault::fail_nth_allocation(0); }
+  static void TearDownTestSuite() {
+    copart_engine_.reset();
+    paper_engine_.reset();
+    original_ = {};
+  }
 
   Engine& engine_for(JoinStrategy strategy) { return strategy == JoinStrategy::Paper ? *paper_engine_ : *copart_engine_; }
 
@@ -90,9 +101,9 @@ class GpuFaults : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<Engine> paper_engine_, copart_engine_;
-  GeneratedWorkload original_;
-  std::uint64_t expected_ = 0;
+  static inline std::unique_ptr<Engine> paper_engine_, copart_engine_;
+  static inline GeneratedWorkload original_;
+  static inline std::uint64_t expected_ = 0;
 };
 
 TEST_F(GpuFaults, TheFlowsRunAsThisSuiteExpects) {
@@ -135,14 +146,22 @@ TEST_F(GpuFaults, CancelledAtEveryPhaseStopsCleanly) {
 
 TEST_F(GpuFaults, AFailedDeviceAllocationAnywhereIsAnErrorAndLeavesTheEngineWhole) {
   for (const FlowCase& f : kFlows) {
-    alloc::fault::fail_nth_allocation(~0ull);  // count the flow's device allocations
-    join_copies(options_for(f.strategy, f.output));
+    // Count the flow's device allocations, and how many came before each phase's first progress report.
+    std::vector<std::uint64_t> phase_starts;
+    std::string phase;
+    JoinOptions counted = options_for(f.strategy, f.output);
+    counted.progress = [&](const std::string& p, double) {
+      if (p != phase) phase_starts.push_back(alloc::fault::allocations_counted());
+      phase = p;
+    };
+    alloc::fault::fail_nth_allocation(~0ull);
+    join_copies(counted);
     const std::uint64_t allocations = alloc::fault::allocations_counted();
     alloc::fault::fail_nth_allocation(0);
     ASSERT_GT(allocations, 0u) << f.name;
-    // Every allocation point, or 40 spread over them when there are more.
-    const std::uint64_t step = std::max<std::uint64_t>(1, allocations / 40);
-    for (std::uint64_t n = 1; n <= allocations; n += step) {
+    // Full: every allocation point, or 40 spread over them when there are more. Quick: 8 spread over
+    // them, the last, and the first and the last of each phase's.
+    for (const std::uint64_t n : fault_points(allocations, 40, 8, phase_starts)) {
       alloc::fault::fail_nth_allocation(n);
       try {
         join_copies(options_for(f.strategy, f.output));
@@ -181,8 +200,8 @@ TEST(GpuBusy, MemoryTakenByAnotherHolderIsRefusedOrPlannedAround) {
   EngineOptions left;
   left.gpu_ids = {device};
   Engine engine(left);
-  GeneratedWorkload w = workload(0.01);  // 10^7 rows each: 320 MB
-  const std::uint64_t expected = reference_tuples(w.r, w.s).size();
+  GeneratedWorkload w = workload(0.01);  // 10^7 rows each: 320 MB (both tiers: a size the ~1 GiB left must plan around)
+  const std::uint64_t expected = reference_count(w.r, w.s);
   JoinOptions o;
   o.output = OutputMode::Count;
   EXPECT_EQ(engine.join(w.r.view(), w.s.view(), o).count, expected);

@@ -5,8 +5,8 @@
 #include <mgjoin/error.hpp>
 
 #include "common/keys.hpp"
+#include "common/reference_join.hpp"
 #include "common/seed.hpp"
-#include "join/join_reference.hpp"
 
 #include <gtest/gtest.h>
 

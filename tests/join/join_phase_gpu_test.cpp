@@ -7,8 +7,8 @@
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
 #include "common/gpu.hpp"
+#include "common/reference_join.hpp"
 #include "common/seed.hpp"
-#include "join/join_reference.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
+#include <utility>
 #include <random>
 
 namespace mgjoin::detail {
@@ -60,9 +62,26 @@ struct Case {
   std::size_t range_bytes = 256ull << 20;
 };
 
+/// One Machine per GPU count and range size for the whole binary, as an engine keeps its stacks for all
+/// its joins (256 MiB of pinned ranges a GPU took ~0.1 s to pin for every join); each join must give back
+/// all it took (checked in run_phase). Freed after the last test, before CUDA's teardown.
+class Machines : public ::testing::Environment {
+ public:
+  Machine& get(int g, std::size_t range_bytes) {
+    auto& m = machines_[{g, range_bytes}];
+    if (!m) m = std::make_unique<Machine>(g, 1ull << 30, range_bytes);
+    return *m;
+  }
+  void TearDown() override { machines_.clear(); }
+
+ private:
+  std::map<std::pair<int, std::size_t>, std::unique_ptr<Machine>> machines_;
+};
+Machines* const machines = static_cast<Machines*>(::testing::AddGlobalTestEnvironment(new Machines));
+
 template <class Key>
 JoinPhaseResult run_phase(const std::vector<Key>& r, const std::vector<Key>& s, const Case& c) {
-  Machine m(c.gpus, 1ull << 30, c.range_bytes);
+  Machine& m = machines->get(c.gpus, c.range_bytes);
   std::vector<PhaseStat> stats;
   JoinPhaseOptions options;
   options.max_subpartition_rows = c.max_subpartition_rows;

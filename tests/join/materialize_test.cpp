@@ -1,7 +1,8 @@
 // Materialization of matching ranges: exact offsets, R-major rows, hot ranges split across threads.
 #include "engine/src/join/materialize.hpp"
 
-#include "join/join_reference.hpp"
+#include "common/keys.hpp"
+#include "common/reference_join.hpp"
 
 #include <gtest/gtest.h>
 

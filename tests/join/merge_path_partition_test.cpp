@@ -3,8 +3,9 @@
 // in two subpartition pairs.
 #include "engine/src/join/merge_path_partition.hpp"
 
+#include "common/keys.hpp"
+#include "common/reference_join.hpp"
 #include "common/seed.hpp"
-#include "join/join_reference.hpp"
 
 #include <gtest/gtest.h>
 

@@ -49,6 +49,41 @@ diff_out=$(MGJOIN_BIN="$dir/bin" OUT="$dir/tests" MGJOIN_SUITES= MGJOIN_DIFF_CAS
   MGJOIN_DIFF_SEED=5 bash scripts/device-tests.sh)
 grep -q "differential: 20 cases, 0 mismatches" <<< "$diff_out" || fail "device-tests.sh: $diff_out"
 
+# device-tests.sh's tiers on two stand-in suites that print what gtest prints: the tier and shard reach
+# them, every test's time is read, the slowest come first, and a failing suite fails the run.
+for s in alloc io; do
+  cat > "$dir/bin/${s}_gpu_tests" <<EOF
+#!/usr/bin/env bash
+echo "[ tier     ] MGJOIN_TEST_TIER=\$MGJOIN_TEST_TIER shard \${GTEST_SHARD_INDEX:-}/\${GTEST_TOTAL_SHARDS:-}"
+echo "[       OK ] ${s^}Suite.Slow (2500 ms)"
+echo "[  FAILED  ] ${s^}Suite.Failing/g2 (1200 ms)"
+echo "[       OK ] ${s^}Suite.Fast (3 ms)"
+echo "[  PASSED  ] 2 tests."
+echo "[  FAILED  ] ${s^}Suite.Failing/g2"
+[ "$s" != io ]
+EOF
+  chmod +x "$dir/bin/${s}_gpu_tests"
+done
+status=0
+tiers_out=$(MGJOIN_BIN="$dir/bin" OUT="$dir/tiers" MGJOIN_SUITES="alloc io" MGJOIN_BUILT_IN="$dir/built" \
+  bash scripts/device-tests.sh full 2/3) || status=$?
+[ "$status" = 1 ] || fail "device-tests.sh full 2/3 with a failing suite: exit status $status: $tiers_out"
+grep -q "^alloc_gpu_tests rc=0" <<< "$tiers_out" && grep -q "^io_gpu_tests rc=1" <<< "$tiers_out" ||
+  fail "device-tests.sh: no line per suite: $tiers_out"
+grep -q "MGJOIN_TEST_TIER=full shard 1/3" "$dir/tiers/gpu-tests.log" || fail "device-tests.sh full 2/3: $(cat "$dir/tiers/gpu-tests.log")"
+slowest=$(sed -n '/^== slowest tests/,/^== summary/p' <<< "$tiers_out")
+[ "$(grep -c ' s ' <<< "$slowest")" = 6 ] && grep -q "^    2.5 s  alloc: AllocSuite.Slow" <<< "$slowest" &&
+  [ "$(sed -n 2p <<< "$slowest" | grep -o 'Slow')" = Slow ] || fail "device-tests.sh's slowest tests: $tiers_out"
+grep -q "2 \[  PASSED  \] 2 tests." <<< "$tiers_out" || fail "device-tests.sh's summary: $tiers_out"
+quick_out=$(MGJOIN_BIN="$dir/bin" OUT="$dir/quick" MGJOIN_SUITES=alloc MGJOIN_BUILT_IN="$dir/built" bash scripts/device-tests.sh)
+grep -q "MGJOIN_TEST_TIER=quick shard /" "$dir/quick/gpu-tests.log" && grep -q "== summary (quick)" <<< "$quick_out" ||
+  fail "device-tests.sh (quick): $quick_out"
+for bad in "full" "full 3/2" "full 0/2" "slow"; do
+  status=0
+  MGJOIN_BIN="$dir/bin" OUT="$dir/bad" MGJOIN_SUITES= bash scripts/device-tests.sh $bad > /dev/null 2>&1 || status=$?
+  [ "$status" = 2 ] || fail "device-tests.sh $bad: exit status $status, not 2"
+done
+
 # ranks-bench end to end on the CPU path: six medians (one process, two ranks over NCCL's choice and
 # over MPI; count and materialized).
 if [ -n "$mpiexec" ]; then

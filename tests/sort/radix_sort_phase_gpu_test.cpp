@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -44,6 +45,18 @@ std::vector<K> make_keys(Shape shape, std::size_t n) {
     case Shape::Uniform: break;
   }
   return k;
+}
+
+/// Peer access and NCCL communicators per GPU count, made once for the whole suite as an engine makes them
+/// once for all its joins (an NCCL communicator takes ~0.5 s to set up: one per sort was most of the
+/// suite's time); freed when the suite ends.
+struct SuiteGpus {
+  std::map<int, std::unique_ptr<p2p::PeerAccess>> peers;
+  std::map<int, std::unique_ptr<p2p::NcclComms>> nccl;
+};
+SuiteGpus& suite_gpus() {
+  static SuiteGpus gpus;
+  return gpus;
 }
 
 template <class K, class P>
@@ -84,11 +97,13 @@ void run_sort(Shape shape, std::size_t n, int g, Memory memory, Exchange exchang
 
   alloc::StackSet<alloc::DeviceStackAllocator> stacks;
   for (const int d : devices) stacks.add(d, plan.device_bytes);
-  p2p::PeerAccess peers(devices);
-  std::unique_ptr<p2p::NcclComms> nccl;
-  if (exchange == Exchange::Nccl) nccl = std::make_unique<p2p::NcclComms>(devices);
+  auto& peers = suite_gpus().peers[g];
+  if (!peers) peers = std::make_unique<p2p::PeerAccess>(devices);
+  auto& nccl = suite_gpus().nccl[g];
+  if (exchange == Exchange::Nccl && !nccl) nccl = std::make_unique<p2p::NcclComms>(devices);
   std::vector<PhaseStat> stats;
-  const auto result = sort_phase(rel, plan, devices, stacks.view(), SortStrategy::Radix, exchange, nccl.get(), stats);
+  const auto result = sort_phase(rel, plan, devices, stacks.view(), SortStrategy::Radix, exchange,
+                                 exchange == Exchange::Nccl ? nccl.get() : nullptr, stats);
 
   ASSERT_EQ(static_cast<int>(result.runs.size()), k);
   std::int64_t next = 0;
@@ -113,7 +128,13 @@ void run_sort(Shape shape, std::size_t n, int g, Memory memory, Exchange exchang
 constexpr Shape kShapes[] = {Shape::Uniform, Shape::AllEqual, Shape::Top24Shared,
                              Shape::HalfOneKey, Shape::Sorted, Shape::Reverse};
 
-class RadixSortPhase : public ::testing::TestWithParam<std::tuple<int, Exchange>> {};
+class RadixSortPhase : public ::testing::TestWithParam<std::tuple<int, Exchange>> {
+ protected:
+  static void TearDownTestSuite() {
+    suite_gpus().nccl.clear();
+    suite_gpus().peers.clear();
+  }
+};
 
 TEST_P(RadixSortPhase, Int32KeysWith4BytePayloadsInCore) {
   const auto [g, exchange] = GetParam();

@@ -1,13 +1,16 @@
 // join_tables on the CPU path (TableJoinOptions::join.gpus = 0): hand-computed cases of every join kind
 // and output form, random and adversarial tables of every key type (single and composite) and payload
-// type against the reference of table_reference.hpp, the documented output order and column layout,
+// type against the reference (tests/common/reference_join.hpp), the documented output order and column layout,
 // untouched inputs, and the input errors the header promises.
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 
+#include "common/reference_join.hpp"
 #include "common/seed.hpp"
-#include "table/table_reference.hpp"
-#include "table/table_test_util.hpp"
+#include "table/table_check.hpp"
+#include "table/table_inputs.hpp"
+#include "table/table_names.hpp"
+#include "table/test_tables.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
-// The co-partitioned flow on the GPUs against a hash-multimap reference that shares no code with it:
+// The co-partitioned flow in core on the GPUs (beside the streamed and bucketed variants' suites) against
+// the reference join (tests/common/reference_join.hpp), which shares no code with it:
 // random and adversarial inputs (all keys equal, a hot key larger than a partition, keys sharing their
 // top bits, Zipf, sorted and reverse, empty and one-row relations, signed extremes, sizes not divisible
 // by g), 4- and 8-byte keys, count and materialized, g = 1 and 2. Also: the inputs stay untouched, the
@@ -10,8 +11,10 @@
 
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
+#include "common/reference_join.hpp"
+#include "common/relations.hpp"
 #include "common/seed.hpp"
-#include "e2e/e2e_util.hpp"
+#include "common/tier.hpp"
 
 #include <gtest/gtest.h>
 
@@ -52,9 +55,10 @@ struct Shape {
 
 Engine& engine_for(int gpus) { return shared_engines().get(gpus, 0); }
 
-/// Joins copies of R and S with the co-partitioned flow on g GPUs and checks everything it promises.
+/// Joins copies of R and S with the co-partitioned flow on g GPUs and checks everything it promises;
+/// `expected` is reference_tuples(r, s), computed once for every join of the same R and S.
 template <class Key>
-void check_copart(const Relation& r, const Relation& s, int gpus, OutputMode output,
+void check_copart(const Relation& r, const Relation& s, const std::vector<Tuple>& expected, int gpus, OutputMode output,
                   PayloadFlow payloads = PayloadFlow::Auto, Exchange exchange = Exchange::CopyEngines) {
   Relation rc = copy_of(r), sc = copy_of(s);
   JoinOptions options;
@@ -75,7 +79,6 @@ void check_copart(const Relation& r, const Relation& s, int gpus, OutputMode out
   if (s.payload) {
     EXPECT_TRUE(same_bytes(*sc.payload, *s.payload)) << "the join modified S's payload";
   }
-  const std::vector<Tuple> expected = reference_tuples(r, s);
   EXPECT_EQ(result.count, expected.size());
   if (output != OutputMode::Materialize) return;
   ASSERT_EQ(result.key.size(), static_cast<std::int64_t>(expected.size()));
@@ -93,14 +96,15 @@ void run_case(const KeyMaker<Key>& make, Shape shape, const std::string& name) {
     std::mt19937_64 rng(seed + g);
     const Relation r = relation_of(make(rng, shape.r_rows, false), shape.payload_bytes, 0);
     const Relation s = relation_of(make(rng, shape.s_rows, true), shape.payload_bytes, 1u << 30);
+    const std::vector<Tuple> expected = reference_tuples(r, s);
     {
       SCOPED_TRACE(name + ", g = " + std::to_string(g) + ", count");
-      check_copart<Key>(r, s, g, OutputMode::Count);
+      check_copart<Key>(r, s, expected, g, OutputMode::Count);
     }
     for (const PayloadFlow payloads : {PayloadFlow::Carry, PayloadFlow::Late}) {
       SCOPED_TRACE(name + ", g = " + std::to_string(g) + ", materialize, " +
                    (payloads == PayloadFlow::Late ? "late payloads" : "payloads carried"));
-      check_copart<Key>(r, s, g, OutputMode::Materialize, payloads);
+      check_copart<Key>(r, s, expected, g, OutputMode::Materialize, payloads);
     }
   }
 }
@@ -132,16 +136,19 @@ class CopartFlow : public ::testing::Test {
 using KeyTypes = ::testing::Types<std::int32_t, std::uint32_t, std::int64_t, std::uint64_t>;
 TYPED_TEST_SUITE(CopartFlow, KeyTypes);
 
+// Quick: a tenth of the rows (odd still: not divisible by g); the in-core flow's partitions, runs and
+// output windows are the same branches at every size below a window (OutputLargerThanOneWindow keeps its).
 TYPED_TEST(CopartFlow, RandomKeysSizesNotDivisibleByG) {
   using Key = TypeParam;
-  run_case<Key>(full_range<Key>(), {300'001, 400'003, 8}, "uniform, 8-byte payloads");
-  run_case<Key>(uniform_in<Key>(0, 999), {50'001, 70'003, 4}, "small domain, m:n");
-  run_case<Key>(full_range<Key>(), {100'001, 99'999, 0}, "uniform, key only");
+  run_case<Key>(full_range<Key>(), per_tier<Shape>({30'001, 40'003, 8}, {300'001, 400'003, 8}), "uniform, 8-byte payloads");
+  run_case<Key>(uniform_in<Key>(0, 999), per_tier<Shape>({5'001, 7'003, 4}, {50'001, 70'003, 4}), "small domain, m:n");
+  run_case<Key>(full_range<Key>(), per_tier<Shape>({10'001, 9'999, 0}, {100'001, 99'999, 0}), "uniform, key only");
 }
 
 TYPED_TEST(CopartFlow, AllKeysEqual) {
   using Key = TypeParam;
-  run_case<Key>(uniform_in<Key>(7, 7), {2000, 3001, 8}, "all keys equal");
+  // Quick: 7 * 10^5 tuples instead of 6 * 10^6, every one of them still the same key on every GPU.
+  run_case<Key>(uniform_in<Key>(7, 7), per_tier<Shape>({700, 1001, 8}, {2000, 3001, 8}), "all keys equal");
 }
 
 TYPED_TEST(CopartFlow, HotKeyHoldsHalfOfS) {
@@ -154,16 +161,18 @@ TYPED_TEST(CopartFlow, HotKeyHoldsHalfOfS) {
     for (std::size_t i = 0; i < n; i += is_s ? 2 : n / 3 + 1) k[i] = hot;
     return k;
   };
-  run_case<Key>(hot_s, {200'000, 200'001, 8}, "hot key in half of S");
+  // Quick: a tenth of the rows; the hot key is still half of one side, more than a partition at g = 2.
+  run_case<Key>(hot_s, per_tier<Shape>({20'000, 20'001, 8}, {200'000, 200'001, 8}), "hot key in half of S");
   const KeyMaker<Key> hot_r = [&](std::mt19937_64& rng, std::size_t n, bool is_s) { return hot_s(rng, n, !is_s); };
-  run_case<Key>(hot_r, {200'001, 100'000, 4}, "hot key in half of R");
+  run_case<Key>(hot_r, per_tier<Shape>({20'001, 10'000, 4}, {200'001, 100'000, 4}), "hot key in half of R");
 }
 
 TYPED_TEST(CopartFlow, KeysSharingTheirTopBits) {
   using Key = TypeParam;
   const Key base = sizeof(Key) == 8 ? Key(Key(1) << 40) : Key(1 << 30);
-  run_case<Key>(uniform_in<Key>(base, Key(base + (sizeof(Key) == 8 ? 65535 : 1023))), {30'000, 30'001, 8},
-                "shared top bits");
+  // Quick: a third of the rows, over the same key range (every key still shares the top bits).
+  run_case<Key>(uniform_in<Key>(base, Key(base + (sizeof(Key) == 8 ? 65535 : 1023))),
+                per_tier<Shape>({10'000, 10'001, 8}, {30'000, 30'001, 8}), "shared top bits");
 }
 
 TYPED_TEST(CopartFlow, SortedAndReverseInputs) {
@@ -177,7 +186,8 @@ TYPED_TEST(CopartFlow, SortedAndReverseInputs) {
       std::sort(k.begin(), k.end());
     return k;
   };
-  run_case<Key>(ordered, {120'000, 130'001, 8}, "R sorted, S reverse-sorted");
+  // Quick: a quarter of the rows, still sorted one way and the other across every partition.
+  run_case<Key>(ordered, per_tier<Shape>({30'000, 30'001, 8}, {120'000, 130'001, 8}), "R sorted, S reverse-sorted");
 }
 
 TYPED_TEST(CopartFlow, SignedAndUnsignedExtremes) {
@@ -188,7 +198,8 @@ TYPED_TEST(CopartFlow, SignedAndUnsignedExtremes) {
     for (auto& x : k) x = rng() % 3 ? special[rng() % 5] : uniform_key<Key>(rng);
     return k;
   };
-  run_case<Key>(extremes, {5'001, 7'003, 8}, "extremes");
+  // Quick: 2.7 * 10^5 tuples instead of 3 * 10^6, of the same five extreme keys.
+  run_case<Key>(extremes, per_tier<Shape>({1'501, 2'003, 8}, {5'001, 7'003, 8}), "extremes");
 }
 
 TYPED_TEST(CopartFlow, EmptyAndOneRowRelations) {
@@ -206,19 +217,23 @@ TYPED_TEST(CopartFlow, EmptyAndOneRowRelations) {
 TEST(CopartFlowWorkloads, ZipfAndHotKeyAgainstReference) {
   MGJOIN_REQUIRE_GPUS(1);
   const std::uint64_t seed = announce_seed();
+  // Quick: a quarter of the rows; Zipf's first keys and the hot key are still far heavier than a partition.
+  const double scale = per_tier(2.5e-4, 1e-3);
   for (const double zipf : {0.0, 1.0})
     for (const double hot : {0.0, 0.5}) {
-      WorkloadSpec spec{.workload = Workload::B, .scale = 1e-3, .zipf = zipf, .seed = seed};
+      WorkloadSpec spec{.workload = Workload::B, .scale = scale, .zipf = zipf, .seed = seed};
       spec.hot_key = hot;
       const GeneratedWorkload w = generate_workload(spec);
+      const std::vector<Tuple> expected = reference_tuples(w.r, w.s);
       for (int g = 1; g <= std::min(2, gpu_count()); ++g) {
         SCOPED_TRACE("zipf " + std::to_string(zipf) + ", hot " + std::to_string(hot) + ", g = " + std::to_string(g));
-        check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize, PayloadFlow::Late);
-        check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize, PayloadFlow::Carry);
+        check_copart<std::uint64_t>(w.r, w.s, expected, g, OutputMode::Materialize, PayloadFlow::Late);
+        check_copart<std::uint64_t>(w.r, w.s, expected, g, OutputMode::Materialize, PayloadFlow::Carry);
       }
     }
-  const GeneratedWorkload a = generate_workload({.workload = Workload::A, .scale = 1e-2, .seed = seed});
-  for (int g = 1; g <= std::min(2, gpu_count()); ++g) check_copart<std::uint32_t>(a.r, a.s, g, OutputMode::Count);
+  const GeneratedWorkload a = generate_workload({.workload = Workload::A, .scale = 10 * scale, .seed = seed});
+  const std::vector<Tuple> a_expected = reference_tuples(a.r, a.s);
+  for (int g = 1; g <= std::min(2, gpu_count()); ++g) check_copart<std::uint32_t>(a.r, a.s, a_expected, g, OutputMode::Count);
 }
 
 TEST(CopartFlowWorkloads, NcclExchange) {
@@ -227,8 +242,9 @@ TEST(CopartFlowWorkloads, NcclExchange) {
   WorkloadSpec spec{.workload = Workload::B, .scale = 1e-3, .zipf = 1, .seed = seed};
   spec.hot_key = 0.3;
   const GeneratedWorkload w = generate_workload(spec);
-  check_copart<std::uint64_t>(w.r, w.s, 2, OutputMode::Materialize, PayloadFlow::Late, Exchange::Nccl);
-  check_copart<std::uint64_t>(w.r, w.s, 2, OutputMode::Materialize, PayloadFlow::Carry, Exchange::Nccl);
+  const std::vector<Tuple> expected = reference_tuples(w.r, w.s);
+  check_copart<std::uint64_t>(w.r, w.s, expected, 2, OutputMode::Materialize, PayloadFlow::Late, Exchange::Nccl);
+  check_copart<std::uint64_t>(w.r, w.s, expected, 2, OutputMode::Materialize, PayloadFlow::Carry, Exchange::Nccl);
 }
 
 /// More output rows than a window (8 Mi rows) on one GPU: each column goes out in two windows; on two GPUs
@@ -236,25 +252,27 @@ TEST(CopartFlowWorkloads, NcclExchange) {
 TEST(CopartFlowWorkloads, OutputLargerThanOneWindow) {
   MGJOIN_REQUIRE_GPUS(1);
   const std::uint64_t seed = announce_seed();
+  // Both tiers: the size is the point (12 * 10^6 output rows, over a window on one GPU).
   const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 1.2e-2, .seed = seed});
+  const std::vector<Tuple> expected = reference_tuples(w.r, w.s);
   for (int g = 1; g <= std::min(2, gpu_count()); ++g)
     for (const PayloadFlow payloads : {PayloadFlow::Carry, PayloadFlow::Late})
-      check_copart<std::uint64_t>(w.r, w.s, g, OutputMode::Materialize, payloads);
+      check_copart<std::uint64_t>(w.r, w.s, expected, g, OutputMode::Materialize, payloads);
 }
 
 TEST(CopartPlanner, AutoPicksTheFlowAndSaysWhy) {
   MGJOIN_REQUIRE_GPUS(1);
   const std::uint64_t seed = announce_seed();
   const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 1e-4, .seed = seed});
-  const std::uint64_t expected = reference_tuples(w.r, w.s).size();
-  const auto run = [&](JoinStrategy strategy, OutputMode output, std::uint64_t limit = 0) {
+  const std::uint64_t expected = reference_count(w.r, w.s);
+  // On the binary's one-GPU engine: join() would make an engine of these options for each call.
+  const auto run = [&](JoinStrategy strategy, OutputMode output) {
     Relation r = copy_of(w.r), s = copy_of(w.s);
     JoinOptions options;
     options.gpus = 1;
     options.strategy = strategy;
     options.output = output;
-    options.gpu_memory_limit = limit;
-    return join(r.view(), s.view(), options);
+    return engine_for(1).join(r.view(), s.view(), options);
   };
   const JoinResult in_core = run(JoinStrategy::Auto, OutputMode::Count);
   EXPECT_EQ(in_core.strategy, JoinStrategy::CoPartitioned);
@@ -287,14 +305,17 @@ TEST(CopartPlanner, TooLargeForTheGpusBucketsAndRefusesOnlyWhatNothingFits) {
   const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = 2e-2, .seed = seed});
   // 2·10^7 8-byte keys per relation: neither both (320 MB) nor one with the 64 MiB slack (224 MB) fits;
   // bucket groups of a few tens of MB do.
+  // Both tiers: the limits below are worked out for these sizes. One engine of the limit for the three
+  // flows (join() would make one per call); the refusal below through join().
   JoinOptions options;
   options.gpus = 1;
   options.gpu_memory_limit = 192ull << 20;
   options.output = OutputMode::Count;
+  Engine& engine = shared_engines().get(1, options.gpu_memory_limit);
   for (const JoinStrategy strategy : {JoinStrategy::Auto, JoinStrategy::CoPartitioned, JoinStrategy::Paper}) {
     options.strategy = strategy;
     Relation r = copy_of(w.r), s = copy_of(w.s);
-    const JoinResult result = join(r.view(), s.view(), options);
+    const JoinResult result = engine.join(r.view(), s.view(), options);
     SCOPED_TRACE(result.strategy_reason);
     EXPECT_EQ(result.strategy, strategy == JoinStrategy::Paper ? JoinStrategy::Paper : JoinStrategy::CoPartitioned);
     if (strategy != JoinStrategy::Paper) {

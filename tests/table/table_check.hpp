@@ -1,24 +1,24 @@
 #pragma once
-// Shared pieces of the join_tables suites (CPU and GPU): owning test tables, the random and
-// adversarial inputs, and the check of a TableJoinResult against the reference's row pairs
-// (table_reference.hpp). Everything the check expects (count, gather maps, column values, validity,
-// order) is derived from those pairs and the input tables; nothing is computed by the engine.
+// The check of a TableJoinResult against the reference's row pairs (tests/common/reference_join.hpp):
+// everything it expects (count, gather maps, column values, validity, order) is derived from those pairs
+// and the input tables; nothing is computed by the engine. Also the runs that check: one join, a join
+// that may reorder its inputs, and the sweeps over kinds and output forms.
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 #include <mgjoin/types.hpp>
 
-#include "table/table_reference.hpp"
+#include "common/reference_join.hpp"
+#include "table/table_inputs.hpp"
+#include "table/table_names.hpp"
+#include "table/test_tables.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <optional>
-#include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -26,424 +26,6 @@
 #include <vector>
 
 namespace mgjoin::test {
-
-// ------------------------------------------------------------------------------------------ names
-
-inline const char* kind_label(JoinKind k) {
-  switch (k) {
-    case JoinKind::Inner: return "Inner";
-    case JoinKind::LeftOuter: return "LeftOuter";
-    case JoinKind::RightOuter: return "RightOuter";
-    case JoinKind::FullOuter: return "FullOuter";
-    case JoinKind::LeftSemi: return "LeftSemi";
-    case JoinKind::LeftAnti: return "LeftAnti";
-  }
-  return "?";
-}
-inline const char* output_label(TableOutput o) {
-  switch (o) {
-    case TableOutput::Count: return "Count";
-    case TableOutput::GatherMaps: return "GatherMaps";
-    case TableOutput::Columns: return "Columns";
-  }
-  return "?";
-}
-inline const char* materialization_label(Materialization m) {
-  switch (m) {
-    case Materialization::Auto: return "Auto";
-    case Materialization::Carry: return "Carry";
-    case Materialization::Late: return "Late";
-  }
-  return "?";
-}
-inline const char* strategy_label(JoinStrategy s) {
-  switch (s) {
-    case JoinStrategy::Auto: return "Auto";
-    case JoinStrategy::Paper: return "Paper";
-    case JoinStrategy::CoPartitioned: return "CoPartitioned";
-  }
-  return "?";
-}
-/// A type's name for messages (the library's names).
-inline std::string type_label(DType t) { return std::string(dtype_name(t)); }
-
-inline constexpr JoinKind kAllKinds[] = {JoinKind::Inner,     JoinKind::LeftOuter, JoinKind::RightOuter,
-                                         JoinKind::FullOuter, JoinKind::LeftSemi,  JoinKind::LeftAnti};
-inline constexpr TableOutput kAllOutputs[] = {TableOutput::Count, TableOutput::GatherMaps, TableOutput::Columns};
-inline constexpr Materialization kAllMaterializations[] = {Materialization::Auto, Materialization::Carry,
-                                                           Materialization::Late};
-inline constexpr DType kAllTypes[] = {DType::Int32,   DType::UInt32, DType::Int64, DType::UInt64,
-                                      DType::Float32, DType::Float64, DType::Int8, DType::UInt8,
-                                      DType::Int16,   DType::UInt16, DType::Bool};
-inline constexpr DType kIntegerTypes[] = {DType::Int8,  DType::UInt8,  DType::Int16, DType::UInt16,
-                                          DType::Int32, DType::UInt32, DType::Int64, DType::UInt64};
-
-inline bool is_signed_type(DType t) {
-  return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
-}
-inline Int128 type_min(DType t) {
-  if (!is_signed_type(t)) return 0;
-  return -(Int128{1} << (8 * element_bytes(t) - 1));
-}
-inline Int128 type_max(DType t) {
-  const int bits = static_cast<int>(8 * element_bytes(t)) - (is_signed_type(t) ? 1 : 0);
-  return (Int128{1} << bits) - 1;
-}
-inline std::string int128_text(Int128 v) {
-  if (v == 0) return "0";
-  const bool negative = v < 0;
-  std::string s;
-  for (; v != 0; v /= 10) s.push_back(static_cast<char>('0' + static_cast<int>(negative ? -(v % 10) : v % 10)));
-  if (negative) s.push_back('-');
-  return {s.rbegin(), s.rend()};
-}
-inline std::string tuple_text(const KeyTuple& k) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < k.size(); ++i) {
-    if (i) s += ',';
-    s += int128_text(k[i]);
-  }
-  return s + ")";
-}
-
-// ----------------------------------------------------------------------------------- test tables
-
-/// An owning column: its bytes, little-endian elements of `type`.
-struct OwnedColumn {
-  std::string name;
-  DType type = DType::Int32;
-  std::vector<unsigned char> bytes;
-
-  std::int64_t rows() const { return static_cast<std::int64_t>(bytes.size() / element_bytes(type)); }
-  unsigned char* at(std::int64_t row) { return bytes.data() + row * static_cast<std::int64_t>(element_bytes(type)); }
-  const unsigned char* at(std::int64_t row) const {
-    return bytes.data() + row * static_cast<std::int64_t>(element_bytes(type));
-  }
-  ColumnView view() const {
-    // A non-null pointer for an empty column too, as a real column's usually is.
-    return {bytes.empty() ? static_cast<const void*>(&type) : bytes.data(), rows(), type};
-  }
-};
-
-inline OwnedColumn zero_column(std::string name, DType type, std::int64_t rows) {
-  OwnedColumn c{std::move(name), type, {}};
-  c.bytes.assign(static_cast<std::size_t>(rows) * element_bytes(type), 0);
-  return c;
-}
-
-/// Writes an integer value (in the column type's range) at `row`.
-inline void set_integer(OwnedColumn& c, std::int64_t row, Int128 value) {
-  const auto bits = static_cast<std::uint64_t>(value);  // two's complement; little-endian low bytes
-  std::memcpy(c.at(row), &bits, element_bytes(c.type));
-}
-
-template <class T>
-OwnedColumn column_of(std::string name, DType type, const std::vector<T>& values) {
-  OwnedColumn c = zero_column(std::move(name), type, static_cast<std::int64_t>(values.size()));
-  if (!values.empty()) {
-    if (sizeof(T) != element_bytes(type)) throw std::logic_error("column_of: width mismatch");
-    std::memcpy(c.bytes.data(), values.data(), c.bytes.size());
-  }
-  return c;
-}
-
-struct OwnedTable {
-  std::vector<OwnedColumn> columns;
-
-  std::int64_t rows() const { return columns.empty() ? 0 : columns.front().rows(); }
-  TableView view() const {
-    TableView v;
-    for (const auto& c : columns) v.columns.push_back({c.name, c.view()});
-    return v;
-  }
-  const OwnedColumn& named(const std::string& name) const {
-    for (const auto& c : columns)
-      if (c.name == name) return c;
-    throw std::logic_error("test bug: no column " + name);
-  }
-  std::vector<std::string> names_except(const std::vector<std::string>& keys) const {
-    std::vector<std::string> out;
-    for (const auto& c : columns)
-      if (std::find(keys.begin(), keys.end(), c.name) == keys.end()) out.push_back(c.name);
-    return out;
-  }
-};
-
-/// Two tables and the names of their key columns.
-struct TableInput {
-  OwnedTable left, right;
-  std::vector<std::string> left_on, right_on;
-  std::string shape;  ///< for messages
-};
-
-// ------------------------------------------------------------------------------- random inputs
-
-/// The key column types of a test (one column, or the components of a composite key).
-struct KeySpec {
-  std::string label;
-  std::vector<DType> types;
-  friend void PrintTo(const KeySpec& k, std::ostream* os) { *os << k.label; }
-};
-
-inline std::vector<KeySpec> single_key_specs() {
-  return {{"int32", {DType::Int32}},   {"uint32", {DType::UInt32}}, {"int64", {DType::Int64}},
-          {"uint64", {DType::UInt64}}, {"int8", {DType::Int8}},     {"uint8", {DType::UInt8}},
-          {"int16", {DType::Int16}},   {"uint16", {DType::UInt16}}};
-}
-inline std::vector<KeySpec> composite_key_specs() {
-  return {{"int32_int32", {DType::Int32, DType::Int32}},
-          {"uint16_int8_int32", {DType::UInt16, DType::Int8, DType::Int32}},
-          {"int8_uint8", {DType::Int8, DType::UInt8}},
-          {"int16_uint32_int8", {DType::Int16, DType::UInt32, DType::Int8}},
-          {"uint32_int16", {DType::UInt32, DType::Int16}},
-          {"int16_int16", {DType::Int16, DType::Int16}},
-          {"eight_int8", std::vector<DType>(8, DType::Int8)},
-          {"uint8_uint16_uint8_int32", {DType::UInt8, DType::UInt16, DType::UInt8, DType::Int32}}};
-}
-
-enum class Shape : std::uint8_t {
-  Random,         ///< keys shared in part: some match, some are one side's only; duplicates
-  NoMatch,        ///< no key of one side is a key of the other
-  AllMatch,       ///< every row of both sides has the same key (m:n, every pair matches)
-  Duplicates,     ///< few keys, many rows each, on both sides
-  EmptyLeft,
-  EmptyRight,
-  BothEmpty,
-  OneRowMatch,    ///< one row each, same key
-  OneRowNoMatch,  ///< one row each, different keys
-  Extremes,       ///< keys made of each type's min, min+1, -1, 0, 1, max-1, max
-  Sorted,         ///< Random, both tables sorted by key
-  Reverse,        ///< Random, both tables in descending key order
-};
-
-inline const char* shape_label(Shape s) {
-  switch (s) {
-    case Shape::Random: return "Random";
-    case Shape::NoMatch: return "NoMatch";
-    case Shape::AllMatch: return "AllMatch";
-    case Shape::Duplicates: return "Duplicates";
-    case Shape::EmptyLeft: return "EmptyLeft";
-    case Shape::EmptyRight: return "EmptyRight";
-    case Shape::BothEmpty: return "BothEmpty";
-    case Shape::OneRowMatch: return "OneRowMatch";
-    case Shape::OneRowNoMatch: return "OneRowNoMatch";
-    case Shape::Extremes: return "Extremes";
-    case Shape::Sorted: return "Sorted";
-    case Shape::Reverse: return "Reverse";
-  }
-  return "?";
-}
-inline constexpr Shape kAllShapes[] = {Shape::Random,      Shape::NoMatch,       Shape::AllMatch,  Shape::Duplicates,
-                                       Shape::EmptyLeft,   Shape::EmptyRight,    Shape::BothEmpty, Shape::OneRowMatch,
-                                       Shape::OneRowNoMatch, Shape::Extremes,    Shape::Sorted,    Shape::Reverse};
-
-using Rng = std::mt19937_64;
-
-inline std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {  // [lo, hi]
-  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
-}
-inline bool coin(Rng& rng, double p = 0.5) { return std::bernoulli_distribution(p)(rng); }
-
-inline std::vector<Int128> extreme_values(DType t) {
-  std::vector<Int128> v{type_min(t), type_min(t) + 1, 0, 1, type_max(t) - 1, type_max(t)};
-  if (is_signed_type(t)) v.push_back(-1);
-  return v;
-}
-
-/// A value of an integer type: uniform over the whole type, sometimes an extreme or a small number.
-inline Int128 random_integer(DType t, Rng& rng) {
-  const int pick = static_cast<int>(uniform(rng, 0, 7));
-  if (pick == 0) {
-    const auto ex = extreme_values(t);
-    return ex[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(ex.size()) - 1))];
-  }
-  if (pick == 1) return std::clamp<Int128>(uniform(rng, -3, 3), type_min(t), type_max(t));
-  const std::uint64_t bits = rng();
-  const int width = static_cast<int>(8 * element_bytes(t));
-  const std::uint64_t low = width == 64 ? bits : bits & ((std::uint64_t{1} << width) - 1);
-  if (!is_signed_type(t)) return low;
-  const Int128 value = low;
-  return value > type_max(t) ? value - (Int128{1} << width) : value;  // two's complement
-}
-
-/// Up to `n` distinct key tuples (fewer when the key types hold fewer).
-inline std::vector<KeyTuple> distinct_keys(const KeySpec& spec, std::size_t n, Rng& rng, bool extremes_only = false) {
-  std::set<KeyTuple> seen;
-  std::vector<KeyTuple> out;
-  for (std::size_t attempts = 0; out.size() < n && attempts < 20 * n + 100; ++attempts) {
-    KeyTuple k;
-    for (const DType t : spec.types) {
-      if (extremes_only) {
-        const auto ex = extreme_values(t);
-        k.push_back(ex[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(ex.size()) - 1))]);
-      } else {
-        k.push_back(random_integer(t, rng));
-      }
-    }
-    if (seen.insert(k).second) out.push_back(std::move(k));
-  }
-  return out;
-}
-
-/// Fills a payload column with values that tell rows apart where the type allows (bool: 0 or 1; floats:
-/// exact multiples of 1/4, never NaN).
-inline OwnedColumn random_payload(std::string name, DType t, std::int64_t rows, Rng& rng) {
-  OwnedColumn c = zero_column(std::move(name), t, rows);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    if (t == DType::Bool) {
-      c.at(i)[0] = coin(rng) ? 1 : 0;
-    } else if (t == DType::Float32) {
-      const float v = static_cast<float>(uniform(rng, -4000000, 4000000)) / 4.0f;
-      std::memcpy(c.at(i), &v, 4);
-    } else if (t == DType::Float64) {
-      const double v = static_cast<double>(uniform(rng, -(std::int64_t{1} << 50), std::int64_t{1} << 50)) / 4.0;
-      std::memcpy(c.at(i), &v, 8);
-    } else {
-      set_integer(c, i, random_integer(t, rng));
-    }
-  }
-  return c;
-}
-
-/// Which payload columns each table gets.
-inline std::vector<DType> random_payload_types(Rng& rng) {
-  std::vector<DType> types;
-  switch (uniform(rng, 0, 3)) {
-    case 0: break;  // key-only table
-    case 1: {       // one 4- or 8-byte column: what a carried materialization takes
-      constexpr DType wide[] = {DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
-      types.push_back(wide[uniform(rng, 0, 5)]);
-      break;
-    }
-    default:
-      for (std::int64_t n = uniform(rng, 1, 4); n > 0; --n) types.push_back(kAllTypes[uniform(rng, 0, 10)]);
-  }
-  return types;
-}
-
-/// A table of `keys` (one tuple per row) with key columns `key_names` placed among payload columns of
-/// `payload_types` at random positions.
-inline OwnedTable build_table(const KeySpec& spec, const std::vector<std::string>& key_names,
-                              const std::vector<KeyTuple>& keys, const std::vector<DType>& payload_types,
-                              const std::string& payload_prefix, Rng& rng) {
-  const auto rows = static_cast<std::int64_t>(keys.size());
-  std::vector<OwnedColumn> keys_cols, payload_cols;
-  for (std::size_t c = 0; c < spec.types.size(); ++c) {
-    OwnedColumn col = zero_column(key_names[c], spec.types[c], rows);
-    for (std::int64_t i = 0; i < rows; ++i) set_integer(col, i, keys[static_cast<std::size_t>(i)][c]);
-    keys_cols.push_back(std::move(col));
-  }
-  for (std::size_t p = 0; p < payload_types.size(); ++p)
-    payload_cols.push_back(random_payload(payload_prefix + std::to_string(p), payload_types[p], rows, rng));
-  // Key columns keep their relative order; each goes in at a random position among the payloads.
-  OwnedTable t;
-  t.columns = std::move(payload_cols);
-  std::int64_t at = 0;
-  for (auto& k : keys_cols) {
-    at = uniform(rng, at, static_cast<std::int64_t>(t.columns.size()));
-    t.columns.insert(t.columns.begin() + at, std::move(k));
-    ++at;
-  }
-  return t;
-}
-
-/// Rows of a random shape, `scale` times the CPU suite's sizes (at least one row where it has rows).
-struct ShapeSizes {
-  std::int64_t min_rows = 1;    ///< Random, NoMatch, Extremes, Sorted, Reverse: rows per side in
-  std::int64_t max_rows = 300;  ///< [min_rows, max_rows]
-  std::int64_t max_all_match = 60;
-  std::int64_t max_duplicates = 200;
-};
-
-inline TableInput make_input(const KeySpec& spec, Shape shape, Rng& rng, const ShapeSizes& sizes = {}) {
-  TableInput in;
-  in.shape = shape_label(shape);
-  const bool same_names = coin(rng);
-  for (std::size_t c = 0; c < spec.types.size(); ++c) {
-    in.left_on.push_back((same_names ? "k" : "lk") + std::to_string(c));
-    in.right_on.push_back((same_names ? "k" : "rk") + std::to_string(c));
-  }
-  std::int64_t n_left = uniform(rng, sizes.min_rows, sizes.max_rows), n_right = uniform(rng, sizes.min_rows, sizes.max_rows);
-  std::vector<KeyTuple> left_pool, right_pool;  // each row draws its key from its side's pool
-  switch (shape) {
-    case Shape::Random:
-    case Shape::Sorted:
-    case Shape::Reverse:
-    case Shape::Extremes: {
-      const auto pool = distinct_keys(spec, static_cast<std::size_t>(std::max(n_left, n_right)), rng,
-                                      shape == Shape::Extremes);
-      // Left draws from the first two thirds, right from the last two thirds: the middle third matches.
-      const std::size_t third = pool.size() / 3;
-      left_pool.assign(pool.begin(), pool.end() - static_cast<std::ptrdiff_t>(third));
-      right_pool.assign(pool.begin() + static_cast<std::ptrdiff_t>(third), pool.end());
-      break;
-    }
-    case Shape::NoMatch: {
-      auto pool = distinct_keys(spec, static_cast<std::size_t>(n_left + n_right), rng);
-      const std::size_t half = std::max<std::size_t>(1, pool.size() / 2);
-      left_pool.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(half));
-      right_pool.assign(pool.begin() + static_cast<std::ptrdiff_t>(half), pool.end());
-      break;
-    }
-    case Shape::AllMatch: {
-      n_left = uniform(rng, 1, sizes.max_all_match);
-      n_right = uniform(rng, 1, sizes.max_all_match);
-      left_pool = right_pool = distinct_keys(spec, 1, rng);
-      break;
-    }
-    case Shape::Duplicates: {
-      n_left = uniform(rng, sizes.max_duplicates / 4, sizes.max_duplicates);
-      n_right = uniform(rng, sizes.max_duplicates / 4, sizes.max_duplicates);
-      const auto pool = distinct_keys(spec, 6, rng);
-      left_pool.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, pool.size())));
-      right_pool.assign(pool.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(2, pool.size() - 1)), pool.end());
-      break;
-    }
-    case Shape::EmptyLeft:
-    case Shape::EmptyRight:
-    case Shape::BothEmpty:
-      left_pool = right_pool = distinct_keys(spec, static_cast<std::size_t>(std::max(n_left, n_right)), rng);
-      if (shape != Shape::EmptyRight) n_left = 0;
-      if (shape != Shape::EmptyLeft) n_right = 0;
-      break;
-    case Shape::OneRowMatch:
-    case Shape::OneRowNoMatch: {
-      n_left = n_right = 1;
-      const auto pool = distinct_keys(spec, 2, rng);
-      left_pool = {pool[0]};
-      right_pool = {shape == Shape::OneRowMatch ? pool[0] : pool[1]};
-      break;
-    }
-  }
-  const auto draw = [&rng](const std::vector<KeyTuple>& pool, std::int64_t n) {
-    std::vector<KeyTuple> keys;
-    for (std::int64_t i = 0; i < n; ++i)
-      keys.push_back(pool[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]);
-    return keys;
-  };
-  auto left_keys = draw(left_pool, n_left), right_keys = draw(right_pool, n_right);
-  if (shape == Shape::Sorted || shape == Shape::Reverse) {
-    for (auto* keys : {&left_keys, &right_keys}) {
-      std::sort(keys->begin(), keys->end());
-      if (shape == Shape::Reverse) std::reverse(keys->begin(), keys->end());
-    }
-  }
-  in.left = build_table(spec, in.left_on, left_keys, random_payload_types(rng), coin(rng) ? "p" : "a", rng);
-  in.right = build_table(spec, in.right_on, right_keys, random_payload_types(rng), coin(rng) ? "p" : "b", rng);
-  return in;
-}
-
-/// nullopt (every non-key column) or a random subset of the non-key columns in random order.
-inline std::optional<std::vector<std::string>> random_column_choice(const OwnedTable& t,
-                                                                   const std::vector<std::string>& keys, Rng& rng) {
-  if (coin(rng)) return std::nullopt;
-  auto names = t.names_except(keys);
-  std::shuffle(names.begin(), names.end(), rng);
-  names.resize(static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(names.size()))));
-  return names;
-}
-
-// ------------------------------------------------------------------------------------- the check
 
 /// What a failure message needs to replay a case.
 inline std::string describe(const TableInput& in, const TableJoinOptions& o) {
@@ -768,9 +350,11 @@ inline TableJoinResult call_join_tables(Engine* engine, const TableView& left, c
 }
 
 /// Runs join_tables on `in` with `o`, checks the result against the reference and that the inputs are
-/// unchanged; returns false (having reported a failure that replays the case) when anything is off.
+/// unchanged; returns false (having reported a failure that replays the case) when anything is off. The
+/// result goes to `result` where given (for checks of the caller's own).
 inline bool run_and_check(const TableInput& in, const TableJoinOptions& o, const std::string& context = {},
-                          CarryCheck carry_check = CarryCheck::LateOrCarried, Engine* engine = nullptr) {
+                          CarryCheck carry_check = CarryCheck::LateOrCarried, Engine* engine = nullptr,
+                          TableJoinResult* result = nullptr) {
   std::vector<std::vector<unsigned char>> before;
   for (const auto* t : {&in.left, &in.right})
     for (const auto& c : t->columns) before.push_back(c.bytes);
@@ -790,6 +374,7 @@ inline bool run_and_check(const TableInput& in, const TableJoinOptions& o, const
       }
   const auto ok = matches_reference(in, o, res, carry_check);
   if (!ok) ADD_FAILURE() << context << ok.message() << "\n" << describe(in, o);
+  if (result) *result = std::move(res);
   return static_cast<bool>(ok);
 }
 

@@ -1,0 +1,70 @@
+#pragma once
+// How large the GPU suites' runs are: MGJOIN_TEST_TIER=quick (the default) or full (docs/TESTING-TIERS.md).
+// The full tier keeps the sizes and grids the suites were written with; the quick one runs every test with
+// smaller data where size adds nothing and thinner loops where cases repeat each other, each change beside
+// a comment that says why the same branch is still taken. scripts/device-tests.sh sets the variable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+
+/// Whether this run is the full tier. Any value but "quick", "full" or none throws (every GPU test that
+/// asks fails with the message), rather than silently running a tier nobody chose.
+inline bool full_tier() {
+  const char* tier = std::getenv("MGJOIN_TEST_TIER");
+  const std::string value = tier ? tier : "";
+  if (value.empty() || value == "quick") return false;
+  if (value == "full") return true;
+  throw std::invalid_argument("MGJOIN_TEST_TIER '" + value + "': expected quick or full");
+}
+
+/// `full` in the full tier, `quick` in the quick one: a size, a count, a scale.
+template <class T>
+T per_tier(T quick, T full) {
+  return full_tier() ? full : quick;
+}
+
+/// The allocations a fault-injection sweep fails, of `allocations` counted in a clean run (1-based). Full:
+/// every `allocations / full_points`-th from the first (the sweeps as written). Quick: about `quick_points`
+/// evenly spaced, always the first and the last, and where `phase_starts` (the allocation count at each
+/// phase's first progress report) are given, the first and the last of each phase's allocations too.
+inline std::vector<std::uint64_t> fault_points(std::uint64_t allocations, std::uint64_t full_points,
+                                               std::uint64_t quick_points,
+                                               const std::vector<std::uint64_t>& phase_starts = {}) {
+  std::vector<std::uint64_t> points;
+  if (allocations == 0) return points;
+  const std::uint64_t step = std::max<std::uint64_t>(1, allocations / (full_tier() ? full_points : quick_points));
+  for (std::uint64_t n = 1; n <= allocations; n += step) points.push_back(n);
+  if (full_tier()) return points;
+  points.push_back(allocations);
+  for (const std::uint64_t start : phase_starts) {  // allocations start + 1 .. next start belong to the phase
+    if (start < allocations) points.push_back(start + 1);
+    if (start >= 1 && start <= allocations) points.push_back(start);  // the previous phase's last
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  return points;
+}
+
+/// Prints the tier once per binary before its first test, so that a log says which sizes ran.
+class TierEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    try {
+      std::printf("[ tier     ] MGJOIN_TEST_TIER=%s\n", full_tier() ? "full" : "quick");
+    } catch (const std::invalid_argument& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+};
+[[maybe_unused]] inline ::testing::Environment* const tier_environment =
+    ::testing::AddGlobalTestEnvironment(new TierEnvironment);
+
+}  // namespace mgjoin::test
