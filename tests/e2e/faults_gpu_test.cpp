@@ -70,6 +70,7 @@ class GpuFaults : public ::testing::Test {
     e.gpus = gpu_count() >= 2 ? 2 : 1;
     // Half a relation per GPU per chunkset before the sort's scratch: at least two chunksets each.
     e.gpu_memory_limit = sort::device_bytes_for_chunk(original_.r.size() / (2 * e.gpus), 16, /*sort_temp=*/0);
+    paper_options_ = e;
     paper_engine_ = std::make_unique<Engine>(e);  // first: the other one takes 80% of what is left
     e.gpu_memory_limit = 0;
     copart_engine_ = std::make_unique<Engine>(e);
@@ -102,6 +103,7 @@ class GpuFaults : public ::testing::Test {
   }
 
   static inline std::unique_ptr<Engine> paper_engine_, copart_engine_;
+  static inline EngineOptions paper_options_;
   static inline GeneratedWorkload original_;
   static inline std::uint64_t expected_ = 0;
 };
@@ -208,11 +210,14 @@ TEST(GpuBusy, MemoryTakenByAnotherHolderIsRefusedOrPlannedAround) {
 }
 
 TEST_F(GpuFaults, HostMemoryTooSmallForTheMergeBuffersIsRefusedBeforeTheSort) {
+  // An engine of its own: the shared one keeps the merge buffers its earlier joins took, so it asks for
+  // no more host memory and nothing would be refused (it failed so on 4 H200s once the engines were shared).
+  Engine fresh(paper_options_);
   Relation r = copy_of(original_.r), s = copy_of(original_.s);
   const Relation r_before = copy_of(r);
   setenv("MGJOIN_HOST_MEMORY_LIMIT", "1M", 1);  // no room beside what the process holds
   try {
-    paper_engine_->join(r.view(), s.view(), options_for(JoinStrategy::Paper, OutputMode::Count));
+    fresh.join(r.view(), s.view(), options_for(JoinStrategy::Paper, OutputMode::Count));
     ADD_FAILURE() << "the paper flow's merge buffers were taken under a 1 MiB cap";
   } catch (const OutOfMemory& e) {
     EXPECT_NE(std::string(e.what()).find("the merge phase's buffers"), std::string::npos) << e.what();
