@@ -4,7 +4,7 @@
 // the rates of the engine's tuning file; the ranks of libmgjoin_dist run the co-partitioned flow's
 // steps on each rank's engine (dist/rank_gpus.hpp).
 #include "alloc/stack_allocator.hpp"
-#include "engine/src/copart/copart_join.hpp"
+#include "engine/src/flows/copart/copart_flow.hpp"
 #include "engine/src/cost_model.hpp"
 
 #include <mgjoin/engine.hpp>

@@ -7,8 +7,8 @@
 #include "alloc/host_pin.hpp"
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
-#include "engine/src/copart/bucket_join.hpp"
-#include "engine/src/copart/copart_join.hpp"
+#include "engine/src/flows/copart/bucketed.hpp"
+#include "engine/src/flows/copart/copart_flow.hpp"
 #include "engine/src/cost_model.hpp"
 #include "engine/src/engine_internals.hpp"
 #include "engine/src/kept_inputs.hpp"
@@ -16,11 +16,12 @@
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "engine/src/merge_phase.hpp"
-#include "engine/src/nvtx.hpp"
-#include "engine/src/phase_stats.hpp"
+#include "engine/src/exec/nvtx.hpp"
+#include "engine/src/exec/phase_stats.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "engine/src/sort/sort_phase.hpp"
 #include "host_merge/multiway_merge.hpp"
+#include "core/timing.hpp"
 #include "core/cancel.hpp"
 #include "core/device.hpp"
 #include "p2p/nccl_comms.hpp"
@@ -44,8 +45,8 @@
 namespace mgjoin {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using timing::Clock;
+using timing::seconds_since;
 
 /// Mapped pinned memory per GPU for the join kernels' matching ranges when only counting (the kernels
 /// still need somewhere to write); joins that return ranges grow it to their bound.

@@ -8,6 +8,7 @@
 #include <mgjoin/table.hpp>
 
 #include "alloc/host_pin.hpp"
+#include "core/timing.hpp"
 #include "core/cancel.hpp"
 #include "core/device.hpp"
 #include "engine/src/engine_internals.hpp"
@@ -74,8 +75,8 @@ bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != 
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using timing::Clock;
+using timing::seconds_since;
 /// join() or an Engine's join: what runs the relations underneath.
 using Joiner = std::function<JoinResult(RelationView, RelationView, const JoinOptions&)>;
 
