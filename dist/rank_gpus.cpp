@@ -3,10 +3,8 @@
 
 #include "alloc/stack_buffer.hpp"
 #include "core/device.hpp"
-#include "engine/src/exec/chunk_slot.hpp"
-#include "engine/src/exec/key_order.hpp"
-#include "engine/src/flows/copart/copart_flow.hpp"
-#include "engine/src/engine_internals.hpp"
+#include "engine/src/api/copart.hpp"
+#include "engine/src/api/engine_resources.hpp"
 
 #include <array>
 #include <csignal>
@@ -18,7 +16,6 @@ namespace mgjoin::dist::detail {
 namespace {
 
 using copart::Side;
-using mgjoin::detail::EngineInternals;
 using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
 
 bool all_ranks(const Comm& c, bool mine) {
@@ -154,7 +151,7 @@ struct RankGpuJoin::State {
     for (Slice& slice : slices) cudaStreamSynchronize(slice.stream);  // (no throw: the copies end either way)
   }
   int device() const { return nccl.device(); }
-  alloc::DeviceStackAllocator& memory() const { return *EngineInternals::device_stacks(local)[0]; }
+  alloc::DeviceStackAllocator& memory() const { return *local.resources().device_stacks()[0]; }
 };
 
 RankGpuJoin::RankGpuJoin(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -251,7 +248,7 @@ std::optional<RankJoined> RankGpuJoin::finish(const Comm& c, const RankPlan& pla
     if (!local_plan.fits || test_declines(c.rank, "plan")) return std::nullopt;
     clock.mark("gpus.plan");
     const copart::CopartContext ctx =
-        EngineInternals::copart_context(st.local, Exchange::CopyEngines, copart::pinned_bytes_needed(local_plan, st.output));
+        st.local.resources().copart_context(Exchange::CopyEngines, copart::pinned_bytes_needed(local_plan, st.output));
     JoinResult res;
     res.strategy = JoinStrategy::CoPartitioned;
     res.strategy_reason = "co-partitioned across " + std::to_string(c.size) + " ranks on their GPUs: " + local_plan.reason;
