@@ -7,8 +7,7 @@
 #include <mgjoin/distributed.hpp>
 #include <mgjoin/engine.hpp>
 
-#include "engine/src/copart/partition_plan.hpp"
-#include "engine/src/copart/splitters.hpp"
+#include "engine/src/api/copart.hpp"
 
 #include <mpi.h>
 

@@ -7,7 +7,7 @@
 
 #include "dist/collectives.hpp"
 #include "dist/rank_gpus.hpp"
-#include "engine/src/table/table_keys.hpp"
+#include "engine/src/api/tables.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -3,9 +3,8 @@
 
 #include "alloc/stack_buffer.hpp"
 #include "core/device.hpp"
-#include "engine/src/copart/chunk_slot.hpp"  // ordered_key_xor
-#include "engine/src/copart/copart_join.hpp"
-#include "engine/src/engine_internals.hpp"
+#include "engine/src/api/copart.hpp"
+#include "engine/src/api/engine_resources.hpp"
 
 #include <array>
 #include <csignal>
@@ -17,7 +16,6 @@ namespace mgjoin::dist::detail {
 namespace {
 
 using copart::Side;
-using mgjoin::detail::EngineInternals;
 using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
 
 bool all_ranks(const Comm& c, bool mine) {
@@ -95,19 +93,9 @@ struct Outgoing {
                  std::int64_t first_row) {
     rows.assign(static_cast<std::size_t>(plan.gpus), 0);
     if (in.rows == 0) return;
-    copart::PartitionArgs a;
-    a.widths = w;
-    a.side = side;
-    a.key_xor = key_xor;
-    a.keys = in.keys.data();
-    a.payload = w.payload_bytes ? in.payload.data() : nullptr;
-    a.n = in.rows;
-    a.first_row = static_cast<std::uint64_t>(first_row);
-    a.keys_out = keys.data();
-    a.payload_out = w.payload_bytes ? payload.data() : nullptr;
-    a.segments = reinterpret_cast<std::uint64_t*>(segments.data());
-    a.scratch = scratch.data();
-    a.scratch_bytes = scratch.size();
+    const copart::PartitionArgs a = exec::partition_args(
+        w, side, key_xor, in.keys.data(), in.payload.data(), in.rows, static_cast<std::uint64_t>(first_row), keys.data(),
+        payload.data(), reinterpret_cast<std::uint64_t*>(segments.data()), scratch.data(), scratch.size());
     copart::partition_chunk(plan, a, in.stream);
     std::vector<std::uint64_t> seg(static_cast<std::size_t>(plan.gpus) + 1);
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(seg.data(), a.segments, seg.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, in.stream));
@@ -163,7 +151,7 @@ struct RankGpuJoin::State {
     for (Slice& slice : slices) cudaStreamSynchronize(slice.stream);  // (no throw: the copies end either way)
   }
   int device() const { return nccl.device(); }
-  alloc::DeviceStackAllocator& memory() const { return *EngineInternals::device_stacks(local)[0]; }
+  alloc::DeviceStackAllocator& memory() const { return *local.resources().device_stacks()[0]; }
 };
 
 RankGpuJoin::RankGpuJoin(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -221,7 +209,7 @@ std::optional<RankJoined> RankGpuJoin::finish(const Comm& c, const RankPlan& pla
   agreed(c, [&] {
     for (int side = 0; side < 2; ++side)
       out[side].partition(plan.partitions, st.slices[side], w[side], static_cast<Side>(side),
-                          copart::ordered_key_xor(st.rel[side].key.type), first[side]);
+                          exec::ordered_key_xor(st.rel[side].key.type), first[side]);
     return 0;
   });
   std::array<ExchangeLayout, 2> layout;
@@ -250,8 +238,8 @@ std::optional<RankJoined> RankGpuJoin::finish(const Comm& c, const RankPlan& pla
     const gpu::Stream work(device);
     for (int side = 0; side < 2; ++side)
       if (in[side].rows > 0)
-        copart::flip_keys(w[side].key_bytes, in[side].keys.data(), in[side].rows, copart::ordered_key_xor(st.rel[side].key.type),
-                          work);
+        exec::flip_keys(w[side].key_bytes, in[side].keys.data(), in[side].rows, exec::ordered_key_xor(st.rel[side].key.type),
+                        work, exec::kCopartFlipBlocks);
     work.synchronize();
     const RelationView rv = in[0].view(r), sv = in[1].view(s);
     const copart::CopartPlan local_plan =
@@ -260,7 +248,7 @@ std::optional<RankJoined> RankGpuJoin::finish(const Comm& c, const RankPlan& pla
     if (!local_plan.fits || test_declines(c.rank, "plan")) return std::nullopt;
     clock.mark("gpus.plan");
     const copart::CopartContext ctx =
-        EngineInternals::copart_context(st.local, Exchange::CopyEngines, copart::pinned_bytes_needed(local_plan, st.output));
+        st.local.resources().copart_context(Exchange::CopyEngines, copart::pinned_bytes_needed(local_plan, st.output));
     JoinResult res;
     res.strategy = JoinStrategy::CoPartitioned;
     res.strategy_reason = "co-partitioned across " + std::to_string(c.size) + " ranks on their GPUs: " + local_plan.reason;

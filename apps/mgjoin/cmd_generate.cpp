@@ -3,6 +3,8 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 
+#include "core/timing.hpp"
+
 #include <mgjoin/generate.hpp>
 #include <mgjoin/io.hpp>
 
@@ -19,9 +21,7 @@ struct GenerateArgs {
   std::string out_dir;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
+using timing::seconds_since;
 
 void run_generate(GenerateArgs& args) {
   install_interrupt_handler();

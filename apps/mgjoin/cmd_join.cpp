@@ -13,6 +13,7 @@
 #include <mgjoin/join.hpp>
 #include <mgjoin/table.hpp>
 
+#include "core/timing.hpp"
 #include "core/device.hpp"
 
 #include <nlohmann/json.hpp>
@@ -30,7 +31,8 @@ namespace mgjoin::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using timing::Clock;
+using timing::seconds_since;
 
 struct JoinArgs {
   std::string r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
@@ -69,8 +71,6 @@ struct LoadedTable {
   std::vector<HostColumn> columns;
   TableView view;
 };
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::optional<DType> parse_type_option(const std::string& value, const char* option) {
   if (value.empty()) return std::nullopt;

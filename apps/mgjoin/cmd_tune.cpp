@@ -106,7 +106,7 @@ void run_tune(const TuneArgs& a) {
   bw.repeats = a.repeats;
   bw.progress = progress;
   auto measured = topology::measure_bandwidths(t, bw);
-  // The cost model's host rates (engine/src/cost_model.hpp): copies, the CPU merge and a random gather over 1 GiB.
+  // The cost model's host rates (engine/src/plan/cost_model.hpp): copies, the CPU merge and a random gather over 1 GiB.
   measured.host_memcpy = measure_host_memcpy_gbps(std::size_t{1} << 30, a.repeats);
   progress("host memcpy: " + std::to_string(measured.host_memcpy) + " GB/s");
   measured.cpu_merge = measure_cpu_merge_gbps(std::size_t{1} << 30, a.repeats);

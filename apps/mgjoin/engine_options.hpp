@@ -9,7 +9,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <map>
 #include <string>
 
 namespace mgjoin::cli {
@@ -47,27 +46,14 @@ struct EngineFlags {
   /// Validates the values and fills the engine part of JoinOptions. @throw InputError naming the option.
   void apply(JoinOptions& o) const {
     MGJOIN_INPUT_EXPECTS(gpus >= -1, "--gpus " + std::to_string(gpus) + ": expected -1 (all), 0 (CPU) or a GPU count");
-    static const std::map<std::string, SortStrategy> sorts{
-        {"radix", SortStrategy::Radix}, {"merge", SortStrategy::Merge}, {"auto", SortStrategy::FromTuning}};
-    static const std::map<std::string, Exchange> exchanges{{"copy", Exchange::CopyEngines}, {"nccl", Exchange::Nccl}};
-    static const std::map<std::string, JoinStrategy> strategies{
-        {"auto", JoinStrategy::Auto}, {"paper", JoinStrategy::Paper}, {"copart", JoinStrategy::CoPartitioned}};
-    const auto st = strategies.find(strategy);
-    MGJOIN_INPUT_EXPECTS(st != strategies.end(), "--strategy " + strategy + ": expected auto, paper or copart");
-    o.strategy = st->second;
-    static const std::map<std::string, PayloadFlow> payload_flows{
-        {"auto", PayloadFlow::Auto}, {"carry", PayloadFlow::Carry}, {"late", PayloadFlow::Late}};
-    const auto pf = payload_flows.find(payloads);
-    MGJOIN_INPUT_EXPECTS(pf != payload_flows.end(), "--payloads " + payloads + ": expected auto, carry or late");
-    o.payloads = pf->second;
-    const auto s = sorts.find(sort);
-    MGJOIN_INPUT_EXPECTS(s != sorts.end(), "--sort " + sort + ": expected radix, merge or auto");
-    const auto e = exchanges.find(exchange);
-    MGJOIN_INPUT_EXPECTS(e != exchanges.end(), "--exchange " + exchange + ": expected copy or nccl");
+    o.strategy = parse_join_strategy(strategy, "--strategy " + strategy);
+    o.payloads = parse_payload_flow(payloads, "--payloads " + payloads);
+    const SortStrategy sort_strategy = parse_sort_strategy(sort, "--sort " + sort);
+    const Exchange exchange_kind = parse_exchange(exchange, "--exchange " + exchange);
     o.gpus = gpus;
     o.gpu_ids = gpu_ids;
-    o.sort = s->second;
-    o.exchange = e->second;
+    o.sort = sort_strategy;
+    o.exchange = exchange_kind;
     o.gpu_memory_limit = memory_limit.empty() ? 0 : parse_byte_size(memory_limit, "--gpu-memory-limit");
     MGJOIN_INPUT_EXPECTS(memory_limit.empty() || o.gpu_memory_limit > 0, "--gpu-memory-limit: must be more than 0 bytes");
     o.tuning_file = tuning_file;

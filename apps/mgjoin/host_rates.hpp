@@ -1,5 +1,5 @@
 #pragma once
-// The host rates `mgjoin tune` measures for the planner's cost model (engine/src/cost_model.hpp): a
+// The host rates `mgjoin tune` measures for the planner's cost model (engine/src/plan/cost_model.hpp): a
 // copy between host buffers, the merge phase's multiway merge and a random gather by a row-index map, each
 // with all OpenMP threads.
 #include <cstddef>

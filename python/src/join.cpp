@@ -119,13 +119,7 @@ TableOutput output_of(const std::string& output) {
   return TableOutput::Count;
 }
 
-JoinStrategy strategy_of(const std::string& strategy) {
-  static const std::map<std::string, JoinStrategy> strategies{
-      {"auto", JoinStrategy::Auto}, {"paper", JoinStrategy::Paper}, {"copart", JoinStrategy::CoPartitioned}};
-  const auto s = strategies.find(strategy);
-  MGJOIN_INPUT_EXPECTS(s != strategies.end(), "strategy '" + strategy + "': expected auto, paper or copart");
-  return s->second;
-}
+JoinStrategy strategy_of(const std::string& strategy) { return parse_join_strategy(strategy, "strategy '" + strategy + "'"); }
 
 /// An owning NumPy array over a result column: the capsule frees the HostColumn with the array.
 nb::object numpy_of(HostColumn&& column) {

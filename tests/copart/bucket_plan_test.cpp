@@ -3,7 +3,7 @@
 // exactly one group), the host memory the buckets take, and a refusal that says why. The PlanBuckets
 // tests plan host groups only (Residency{0}); PlanResident the hybrid plans: resident groups sized by
 // the memory beside pass 1, the host groups for the rest, and weighted splitters under both.
-#include "engine/src/copart/bucket_join.hpp"
+#include "engine/src/copart/bucket_plan.hpp"
 #include "engine/src/copart/splitters.hpp"
 
 #include "common/seed.hpp"

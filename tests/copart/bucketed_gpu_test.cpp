@@ -8,7 +8,7 @@
 //   planner bucket (the limit found by the planner's own arithmetic), also with one key heavier than a
 //   group, and the answer is still the reference's; a limit where the planner keeps groups resident,
 //   with and without MGJOIN_BUCKET_RESIDENT=off.
-#include "engine/src/copart/bucket_join.hpp"
+#include "engine/src/flows/copart/bucketed.hpp"
 
 #include "alloc/fault_injection.hpp"
 

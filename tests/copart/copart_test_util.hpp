@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the co-partitioned flow's tests: a fake device's scratch sizes for the CPU plan tests, and
 // (GPU suites) the check of a flow's count and materialized output against the reference.
-#include "engine/src/copart/copart_join.hpp"
+#include "engine/src/copart/copart_plan.hpp"
 
 #include "common/keys.hpp"
 

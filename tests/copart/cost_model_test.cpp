@@ -1,7 +1,7 @@
-// The planner's cost model (engine/src/cost_model.hpp): rates from a tuning file's measurements or
+// The planner's cost model (engine/src/plan/cost_model.hpp): rates from a tuning file's measurements or
 // defaults, the prediction of each flow's transfers, and the paper flow predicted slower than the
 // co-partitioned flows on a measured machine's rates.
-#include "engine/src/cost_model.hpp"
+#include "engine/src/plan/cost_model.hpp"
 
 #include <gtest/gtest.h>
 

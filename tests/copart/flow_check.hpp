@@ -3,7 +3,7 @@
 // reference join (tests/common/reference_join.hpp), on one GPU and, where there are two, on two.
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
-#include "engine/src/copart/copart_join.hpp"
+#include "engine/src/flows/copart/copart_flow.hpp"
 #include "p2p/nccl_comms.hpp"
 #include "p2p/peer_access.hpp"
 

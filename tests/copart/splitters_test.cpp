@@ -1,7 +1,7 @@
 // The co-partitioned flow's plan on the CPU: every (r, s) pair of equal keys must meet on exactly one
 // GPU (the property the GPU join rests on), partitions must be balanced in R + S tuples, hot keys must
 // be split, and the planned bounds must hold the real partition sizes.
-#include "engine/src/copart/copart_join.hpp"
+#include "engine/src/copart/copart_plan.hpp"
 #include "engine/src/copart/splitters.hpp"
 
 #include "common/seed.hpp"

@@ -7,7 +7,7 @@
 // - StreamedPlanner: through the public API, a GPU memory limit that holds the smaller relation but not
 //   both (found per g by the planner's own arithmetic) makes the planner stream, and the answer is still
 //   the reference's.
-#include "engine/src/copart/copart_join.hpp"
+#include "engine/src/flows/copart/copart_flow.hpp"
 
 
 #include <mgjoin/engine.hpp>

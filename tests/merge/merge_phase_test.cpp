@@ -1,6 +1,6 @@
 // The merge phase (engine/src/merge_phase.cpp): k sorted runs of a relation merged and written back
 // in place, keys with their payloads; buffers kept between calls.
-#include "engine/src/merge_phase.hpp"
+#include "engine/src/flows/paper/merge_phase.hpp"
 
 #include "common/seed.hpp"
 

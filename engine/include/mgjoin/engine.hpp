@@ -17,7 +17,7 @@
 namespace mgjoin {
 
 namespace detail {
-struct EngineInternals;
+class EngineResources;
 }
 
 class Engine {
@@ -35,20 +35,20 @@ class Engine {
   /// mgjoin::join(). @throw InputError when options' EngineOptions part is set (not the default) and
   /// differs from the one this engine was made with: the GPU set and memory are fixed at construction.
   JoinResult join(RelationView r, RelationView s, const JoinOptions& options);
+  /// The same with only the join's own settings: nothing to check against the engine's.
+  JoinResult join(RelationView r, RelationView s, const JoinSettings& settings);
 
   /// CUDA device ids of the GPU set, in chunk order.
   const std::vector<int>& devices() const;
   /// Device memory per GPU held by this engine's stacks.
   std::uint64_t device_bytes() const;
 
- private:
-  friend JoinResult join(RelationView r, RelationView s, const JoinOptions& options);
-  friend struct detail::EngineInternals;  // the library's own code beside the flows (engine_internals.hpp)
-  /// join() without validate_relations: inputs are checked once, where they enter the library.
-  JoinResult join_checked(RelationView r, RelationView s, const JoinOptions& options);
+  /// The library's own access to this engine's GPUs, stacks and tuning (its internal API,
+  /// engine/src/api/engine_resources.hpp); the type is complete only inside libengine.
+  detail::EngineResources& resources() const noexcept;
 
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+ private:
+  std::unique_ptr<detail::EngineResources> resources_;
 };
 
 /// Checks what every join needs of its inputs: equal integer key types, payload lengths equal to

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mgjoin {
@@ -87,15 +88,15 @@ struct EngineOptions {
   friend bool operator==(const EngineOptions&, const EngineOptions&) = default;
 };
 
-/// What one join asks for. It extends EngineOptions so that one mgjoin::join() call can say both:
-/// join() makes its Engine from that part. Engine::join() refuses a join whose EngineOptions part is
-/// set and differs from the engine's (make another Engine for other GPUs or memory).
-struct JoinOptions : EngineOptions {
-  SortStrategy sort = SortStrategy::Radix;
-  Exchange exchange = Exchange::CopyEngines;
-  OutputMode output = OutputMode::Materialize;
+/// What one join asks of the engine that runs it, whichever engine that is: the flow and what only one
+/// flow reads, the output, progress and cancellation. Engine::join() takes it alone; JoinOptions adds
+/// the EngineOptions that mgjoin::join() makes its Engine from.
+struct JoinSettings {
   JoinStrategy strategy = JoinStrategy::Auto;
-  PayloadFlow payloads = PayloadFlow::Auto;  ///< co-partitioned, materialized joins
+  OutputMode output = OutputMode::Materialize;
+  SortStrategy sort = SortStrategy::Radix;    ///< the paper flow's
+  Exchange exchange = Exchange::CopyEngines;  ///< between GPUs: the paper flow's bucket swap, the co-partitioned flow's segments
+  PayloadFlow payloads = PayloadFlow::Auto;   ///< the co-partitioned flow's, materialized joins
   ProgressCallback progress;  ///< optional; every report is also a cancellation point
   /// Leave r and s as they are: the flows that sort in place (the paper flow, the CPU path) then sort
   /// copies, taken only when one of them runs; the co-partitioned flow never writes its inputs. Not with
@@ -107,6 +108,11 @@ struct JoinOptions : EngineOptions {
   /// and the CPU path may leave the inputs permuted (they sort in place), never with rows lost.
   const std::atomic<bool>* cancel = nullptr;
 };
+
+/// What one mgjoin::join() call asks for: the engine it makes (EngineOptions) and the join (JoinSettings).
+/// Engine::join() takes it too, and refuses one whose EngineOptions part is set and differs from the
+/// engine's (make another Engine for other GPUs or memory).
+struct JoinOptions : EngineOptions, JoinSettings {};
 
 /// Time and traffic of one phase ("sort.h2d", "sort.exchange", "merge", "join.kernel", ...).
 struct PhaseStat {
@@ -130,6 +136,17 @@ struct JoinResult {
 
 /// "auto", "paper", "copart".
 const char* strategy_name(JoinStrategy s);
+
+// The one parser of each option's words, used by the CLI and the Python package. `what` names the
+// value where it came from (a flag and its value, a keyword argument): it starts the error message.
+/// "auto", "paper" or "copart" (strategy_name's words). @throw InputError "<what>: expected auto, paper or copart".
+JoinStrategy parse_join_strategy(std::string_view name, const std::string& what);
+/// "auto", "carry" or "late". @throw InputError "<what>: expected auto, carry or late".
+PayloadFlow parse_payload_flow(std::string_view name, const std::string& what);
+/// "radix", "merge" or "auto" (SortStrategy::FromTuning). @throw InputError "<what>: expected radix, merge or auto".
+SortStrategy parse_sort_strategy(std::string_view name, const std::string& what);
+/// "copy" (the copy engines) or "nccl". @throw InputError "<what>: expected copy or nccl".
+Exchange parse_exchange(std::string_view name, const std::string& what);
 
 /// Whether the paper flow's sort strategy `s` runs on `gpus` GPUs (the merge sort needs a power of two).
 bool sort_strategy_supported(SortStrategy s, int gpus);

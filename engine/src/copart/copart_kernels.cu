@@ -147,13 +147,6 @@ __global__ void positions_kernel(std::uint32_t* out, std::uint64_t n) {
 
 unsigned grid_for(std::uint64_t n) { return static_cast<unsigned>(std::min<std::uint64_t>((n + 255) / 256, 8192)); }
 
-template <class K>
-__global__ void flip_kernel(K* keys, std::int64_t n, K key_xor) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    keys[i] ^= key_xor;
-}
-
 // ------------------------------------------------------------------ resident join
 
 constexpr int kJoinThreads = 256;
@@ -326,16 +319,6 @@ void fill_positions(std::uint32_t* out, std::uint64_t n, cudaStream_t stream) {
   if (n == 0) return;
   positions_kernel<<<grid_for(n), 256, 0, stream>>>(out, n);
   MGJOIN_CHECK_LAUNCH();
-}
-
-void flip_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream) {
-  if (n == 0 || key_xor == 0) return;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 8192));
-  dispatch_key_width(key_bytes, [&](auto key) {
-    using K = decltype(key);
-    flip_kernel<K><<<blocks, 256, 0, stream>>>(static_cast<K*>(keys), n, static_cast<K>(key_xor));
-    MGJOIN_CHECK_LAUNCH();
-  });
 }
 
 std::size_t resident_join_scratch_bytes() { return (kJoinSliceTiles + 1) * sizeof(std::uint64_t); }

@@ -60,9 +60,6 @@ void gather_rows(const void* in, const std::uint32_t* source, std::uint64_t n, i
 /// out[i] = i for i < n: the positions a partition's keys are sorted with when payloads come late.
 void fill_positions(std::uint32_t* out, std::uint64_t n, cudaStream_t stream);
 
-/// keys[i] ^= key_xor for n keys of `key_bytes` (no-op when key_xor is 0).
-void flip_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream);
-
 /// A sorted partition pair in one GPU's memory (keys in the ordered unsigned form).
 struct ResidentPair {
   int key_bytes = 8;

@@ -8,6 +8,7 @@
 #include "engine/src/join/materialize.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
 #include "engine/src/join/output_count.hpp"
+#include "core/timing.hpp"
 #include "core/cancel.hpp"
 
 #include <mgjoin/engine.hpp>
@@ -26,9 +27,8 @@
 namespace mgjoin::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using timing::Clock;
+using timing::seconds_since;
 
 /// Matching ranges in a buffer filled in parallel (a std::vector would zero it on one thread first).
 struct RangeBuffer {

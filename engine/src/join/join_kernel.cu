@@ -47,14 +47,6 @@ __global__ void __launch_bounds__(kJoinThreads, kJoinMinBlocksPerSm)
   warp_add_tuples(tuple_count, tuples);
 }
 
-template <class UKey>
-__global__ void flip_sign_bits_kernel(UKey* keys, std::uint64_t n) {
-  constexpr UKey sign = UKey(1) << (sizeof(UKey) * 8 - 1);
-  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    keys[i] ^= sign;
-}
-
 unsigned grid_for(std::uint64_t rows, int max_blocks) {
   const std::uint64_t blocks = (rows + kJoinThreads - 1) / kJoinThreads;
   return static_cast<unsigned>(std::clamp<std::uint64_t>(blocks, 1, static_cast<std::uint64_t>(max_blocks)));
@@ -70,21 +62,10 @@ void launch_join_typed(const SubpartitionJoinArgs& a, cudaStream_t stream) {
   MGJOIN_CHECK_LAUNCH();
 }
 
-template <class UKey>
-void launch_flip_typed(void* keys, std::uint64_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  flip_sign_bits_kernel<UKey><<<grid_for(n, 1024), kJoinThreads, 0, stream>>>(static_cast<UKey*>(keys), n);
-  MGJOIN_CHECK_LAUNCH();
-}
-
 }  // namespace
 
 void launch_join_subpartition(const SubpartitionJoinArgs& args, std::size_t key_width, cudaStream_t stream) {
   dispatch_key_width(static_cast<int>(key_width), [&](auto key) { launch_join_typed<decltype(key)>(args, stream); });
-}
-
-void launch_flip_sign_bits(void* keys, std::uint64_t n, std::size_t key_width, cudaStream_t stream) {
-  dispatch_key_width(static_cast<int>(key_width), [&](auto key) { launch_flip_typed<decltype(key)>(keys, n, stream); });
 }
 
 }  // namespace mgjoin::detail

@@ -33,9 +33,6 @@ struct SubpartitionJoinArgs {
 /// reaches 2^64 sets the counter's flag). key_width is 4 or 8.
 void launch_join_subpartition(const SubpartitionJoinArgs& args, std::size_t key_width, cudaStream_t stream);
 
-/// Flips the sign bit of n signed keys in device memory: signed order becomes unsigned order.
-void launch_flip_sign_bits(void* keys, std::uint64_t n, std::size_t key_width, cudaStream_t stream);
-
 /// Threads per block and most blocks per grid of the join kernel (the paper's 256 x 128).
 inline constexpr int kJoinThreads = 256;
 inline constexpr int kJoinMaxBlocks = 128;

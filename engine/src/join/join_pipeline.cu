@@ -3,11 +3,14 @@
 // mapped pinned memory, redoing on the CPU any subpartition pair whose ranges overflowed it.
 #include "engine/src/join/join_pipeline.hpp"
 
+#include "engine/src/exec/key_order.hpp"
+
 #include "engine/src/join/cpu_merge_join.hpp"
 #include "engine/src/join/host_parallel.hpp"
 #include "engine/src/join/join_kernel.hpp"
 #include "engine/src/join/merge_path_partition.hpp"
 #include "engine/src/join/output_count.hpp"
+#include "core/timing.hpp"
 #include "core/device.hpp"
 #include "topology/numa_binding.hpp"
 
@@ -24,11 +27,10 @@
 namespace mgjoin::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using timing::Clock;
+using timing::seconds_since;
 using DeviceStack = alloc::DeviceStackAllocator;
 using PinnedStack = alloc::PinnedStackAllocator;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 constexpr std::uint64_t kKeyAlign = 32;  // S keys start on a 32-byte sector after R's in a stream buffer
 
@@ -95,8 +97,9 @@ void enqueue_keys(const PairRange& p, const KeyColumns& keys, std::byte* buffer,
   MGJOIN_CUDA_TRY(cudaMemcpyAsync(s_dev, keys.s + p.s_begin * keys.width, p.s_size() * keys.width,
                                   cudaMemcpyHostToDevice, stream));
   if (keys.is_signed) {
-    launch_flip_sign_bits(r_dev, p.r_size(), keys.width, stream);
-    launch_flip_sign_bits(s_dev, p.s_size(), keys.width, stream);
+    const int width = static_cast<int>(keys.width);
+    exec::flip_keys(width, r_dev, static_cast<std::int64_t>(p.r_size()), exec::sign_bit(width), stream, exec::kJoinFlipBlocks);
+    exec::flip_keys(width, s_dev, static_cast<std::int64_t>(p.s_size()), exec::sign_bit(width), stream, exec::kJoinFlipBlocks);
   }
 }
 

@@ -3,6 +3,8 @@
 #include "engine/src/sort/merge_sort.hpp"
 
 #include "alloc/cub_adapter.cuh"
+#include "engine/src/exec/key_order.hpp"
+#include "engine/src/exec/rows.hpp"
 #include "engine/src/sort/pivot_search.cuh"
 #include "engine/src/sort/radix_partition.hpp"
 #include "p2p/block_swap.hpp"
@@ -174,7 +176,8 @@ class MergeStages {
 
   void flip_sign(std::size_t d) {
     gpu::DeviceGuard guard(gpus_[d].device);
-    xor_keys(layout_.key_bytes, keys(d, current_[d]), gpus_[d].size, sign_flip_mask(layout_), gpus_[d].compute);
+    exec::flip_keys(layout_.key_bytes, keys(d, current_[d]), gpus_[d].size, sign_flip_mask(layout_), gpus_[d].compute,
+                    exec::kSortFlipBlocks);
   }
 
   // ---- local sort: the radix strategy's CUB sort, after the chunk has arrived
@@ -298,10 +301,6 @@ MergeSortResult merge_sort_chunkset(std::span<GpuChunk> gpus, const TupleLayout&
 
 namespace {
 
-std::byte* host_rows(void* base, std::int64_t row, int width) {
-  return static_cast<std::byte*>(base) + row * width;
-}
-
 /// GPU d's sorted chunk to rows [row, row + size) of the host columns, on its d2h stream.
 void copy_to_host(const ChunksetJob& job, const GpuChunk& g, SortedIn in, std::int64_t row, gpu::Event& sorted) {
   gpu::DeviceGuard guard(g.device);
@@ -310,10 +309,10 @@ void copy_to_host(const ChunksetJob& job, const GpuChunk& g, SortedIn in, std::i
   record_begin(g, SortPart::D2H, g.d2h);
   const TupleLayout& l = job.layout;
   const bool primary = in == SortedIn::Primary;
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(host_rows(job.host_keys, row, l.key_bytes), primary ? g.keys : g.alt_keys,
+  MGJOIN_CUDA_TRY(cudaMemcpyAsync(exec::row_at(job.host_keys, row, l.key_bytes), primary ? g.keys : g.alt_keys,
                                   g.size * l.key_bytes, cudaMemcpyDeviceToHost, g.d2h));
   if (l.payload_bytes > 0)
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(host_rows(job.host_payload, row, l.payload_bytes),
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(exec::row_at(job.host_payload, row, l.payload_bytes),
                                     primary ? g.payload : g.alt_payload, g.size * l.payload_bytes,
                                     cudaMemcpyDeviceToHost, g.d2h));
   record_end(g, SortPart::D2H, g.d2h);

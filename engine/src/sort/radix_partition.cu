@@ -10,6 +10,7 @@
 // The 256 bucket sizes are then read off the partitioned keys by binary search: no extra pass.
 #include "engine/src/sort/radix_partition.hpp"
 
+#include "engine/src/exec/key_order.hpp"
 #include "engine/src/sort/bucket_distribution.hpp"
 #include "engine/src/sort/local_sort.hpp"
 
@@ -46,13 +47,6 @@ __global__ void __launch_bounds__(kRadixBuckets) bucket_sizes_kernel(const K* __
   counts[d] = static_cast<std::uint64_t>(start[d + 1] - start[d]);
 }
 
-template <class K>
-__global__ void xor_kernel(K* keys, std::int64_t n, K key_xor) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    keys[i] ^= key_xor;
-}
-
 void bucket_sizes(int key_bytes, const void* keys, std::int64_t n, int shift, std::uint64_t* counts,
                   cudaStream_t stream) {
   dispatch_key_width(key_bytes, [&](auto key) {
@@ -72,7 +66,7 @@ void radix_partition(const TupleLayout& layout, void* keys_in, void* payload_in,
     MGJOIN_CUDA_TRY(cudaMemsetAsync(device_counts, 0, kRadixBuckets * sizeof(std::uint64_t), stream));
     return;
   }
-  xor_keys(layout.key_bytes, keys_in, n, key_xor, stream);
+  exec::flip_keys(layout.key_bytes, keys_in, n, key_xor, stream, exec::kSortFlipBlocks);
   alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator> temp(memory,
                                                                   std::max<std::size_t>(1, local_sort_temp_bytes(layout, n)));
   const SortedIn where = local_sort(layout, keys_in, keys_out, payload_in, payload_out, n, shift, shift + kRadixBits,
@@ -89,16 +83,6 @@ void copy_tuples(const TupleLayout& l, void* keys_to, void* payload_to, const vo
   if (l.payload_bytes)
     MGJOIN_CUDA_TRY(
         cudaMemcpyAsync(payload_to, payload_from, n * l.payload_bytes, cudaMemcpyDeviceToDevice, stream));
-}
-
-void xor_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream) {
-  if (n == 0 || key_xor == 0) return;
-  const int blocks = static_cast<int>(std::min<std::int64_t>((n + 255) / 256, 4096));
-  dispatch_key_width(key_bytes, [&](auto key) {
-    using K = decltype(key);
-    xor_kernel<<<blocks, 256, 0, stream>>>(static_cast<K*>(keys), n, static_cast<K>(key_xor));
-  });
-  MGJOIN_CHECK_LAUNCH();
 }
 
 }  // namespace mgjoin::sort

@@ -2,6 +2,7 @@
 // On-GPU chunk partitioning of the radix sort (paper, Section 3.1.2): one MSB radix partitioning pass
 // over m = 8 bits (one pass of CUB's onesweep radix sort over that digit; radix_partition.cu says why),
 // and the 256 bucket sizes.
+#include "engine/src/exec/key_order.hpp"
 #include "engine/src/sort/chunkset_sorter.hpp"
 
 #include <cuda_runtime_api.h>
@@ -23,12 +24,7 @@ void radix_partition(const TupleLayout& layout, void* keys_in, void* payload_in,
 void copy_tuples(const TupleLayout& layout, void* keys_to, void* payload_to, const void* keys_from,
                  const void* payload_from, std::int64_t n, cudaStream_t stream);
 
-/// keys[i] ^= key_xor for i < n (turns flipped signed keys back before they go to the host).
-void xor_keys(int key_bytes, void* keys, std::int64_t n, std::uint64_t key_xor, cudaStream_t stream);
-
 /// The sign bit of a key width: XOR with it maps signed order to unsigned order and back.
-constexpr std::uint64_t sign_flip_mask(const TupleLayout& l) {
-  return l.signed_key ? (std::uint64_t{1} << (l.key_bytes * 8 - 1)) : 0;
-}
+constexpr std::uint64_t sign_flip_mask(const TupleLayout& l) { return l.signed_key ? exec::sign_bit(l.key_bytes) : 0; }
 
 }  // namespace mgjoin::sort

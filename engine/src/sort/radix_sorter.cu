@@ -1,6 +1,8 @@
 // Radix-partitioning multi-GPU chunkset sort (paper, Section 3.1.2); the steps are in radix_sorter.hpp.
 #include "engine/src/sort/radix_sorter.hpp"
 
+#include "engine/src/exec/key_order.hpp"
+#include "engine/src/exec/rows.hpp"
 #include "engine/src/sort/bucket_distribution.hpp"
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/planner.hpp"
@@ -20,12 +22,9 @@
 namespace mgjoin::sort {
 namespace {
 
+using exec::row_at;
 using DeviceBytes = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
 using DeviceCounts = alloc::StackBuffer<std::uint64_t, alloc::DeviceStackAllocator>;
-
-std::byte* at(void* base, std::int64_t index, int width) {
-  return static_cast<std::byte*>(base) + index * static_cast<std::int64_t>(width);
-}
 
 /// The overlapped exchange (copy engines, spare buffers) cuts each GPU's sort units into waves: a GPU
 /// sorts the units of wave w as soon as wave w has arrived from every peer, while later waves are still
@@ -215,12 +214,12 @@ void RadixSorter::refine_spanning(State& st, std::span<const std::size_t> spanni
         // Partition the bucket on its next 8 bits into the (free) primary buffer, then back in place.
         const Bucket& b = st.buckets[l];
         const std::int64_t n = b.counts[d];
-        radix_partition(layout, at(c.alt_keys, offset, layout.key_bytes), at(c.alt_payload, offset, layout.payload_bytes),
-                        at(c.keys, offset, layout.key_bytes), at(c.payload, offset, layout.payload_bytes), n,
+        radix_partition(layout, row_at(c.alt_keys, offset, layout.key_bytes), row_at(c.alt_payload, offset, layout.payload_bytes),
+                        row_at(c.keys, offset, layout.key_bytes), row_at(c.payload, offset, layout.payload_bytes), n,
                         st.key_bits - b.bits - kRadixBits, 0, st.device_counts[d].data() + next * kRadixBuckets,
                         *c.memory, c.compute);
-        copy_tuples(layout, at(c.alt_keys, offset, layout.key_bytes), at(c.alt_payload, offset, layout.payload_bytes),
-                    at(c.keys, offset, layout.key_bytes), at(c.payload, offset, layout.payload_bytes), n, c.compute);
+        copy_tuples(layout, row_at(c.alt_keys, offset, layout.key_bytes), row_at(c.alt_payload, offset, layout.payload_bytes),
+                    row_at(c.keys, offset, layout.key_bytes), row_at(c.payload, offset, layout.payload_bytes), n, c.compute);
         ++next;
       }
       offset += st.buckets[l].counts[d];
@@ -242,12 +241,12 @@ std::vector<p2p::PeerCopy> RadixSorter::peer_copies(State& st, std::span<const E
   for (const auto& x : plan_copies) {
     const auto& src = gpus[x.src];
     const auto& dst = gpus[x.dst];
-    copies.push_back({x.src, x.dst, at(src.alt_keys, x.src_offset, layout.key_bytes),
-                      at(dst.keys, x.dst_offset, layout.key_bytes),
+    copies.push_back({x.src, x.dst, row_at(src.alt_keys, x.src_offset, layout.key_bytes),
+                      row_at(dst.keys, x.dst_offset, layout.key_bytes),
                       static_cast<std::size_t>(x.count) * layout.key_bytes});
     if (layout.payload_bytes)
-      copies.push_back({x.src, x.dst, at(src.alt_payload, x.src_offset, layout.payload_bytes),
-                        at(dst.payload, x.dst_offset, layout.payload_bytes),
+      copies.push_back({x.src, x.dst, row_at(src.alt_payload, x.src_offset, layout.payload_bytes),
+                        row_at(dst.payload, x.dst_offset, layout.payload_bytes),
                         static_cast<std::size_t>(x.count) * layout.payload_bytes});
     if (x.src != x.dst) st.job->bytes_nvlink += static_cast<std::uint64_t>(x.count) * layout.tuple_bytes();
   }
@@ -342,21 +341,21 @@ void RadixSorter::sort_and_copy_back(State& st, const ExchangePlan& plan, bool o
         for (int s = 0; s < g; ++s)
           MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.compute, wave_done(d, s, arrived), 0));
       }
-      const bool alternate = local_sort(layout, at(keys, u.offset, layout.key_bytes), at(alt_keys, u.offset, layout.key_bytes),
-                                        at(payload, u.offset, layout.payload_bytes),
-                                        at(alt_payload, u.offset, layout.payload_bytes), u.count, 0, u.end_bit(),
+      const bool alternate = local_sort(layout, row_at(keys, u.offset, layout.key_bytes), row_at(alt_keys, u.offset, layout.key_bytes),
+                                        row_at(payload, u.offset, layout.payload_bytes),
+                                        row_at(alt_payload, u.offset, layout.payload_bytes), u.count, 0, u.end_bit(),
                                         temp.data(), temp_bytes, c.compute) == SortedIn::Alternate;
-      void* sorted_keys = at(alternate ? alt_keys : keys, u.offset, layout.key_bytes);
-      void* sorted_payload = at(alternate ? alt_payload : payload, u.offset, layout.payload_bytes);
-      xor_keys(layout.key_bytes, sorted_keys, u.count, st.key_xor, c.compute);
+      void* sorted_keys = row_at(alternate ? alt_keys : keys, u.offset, layout.key_bytes);
+      void* sorted_payload = row_at(alternate ? alt_payload : payload, u.offset, layout.payload_bytes);
+      exec::flip_keys(layout.key_bytes, sorted_keys, u.count, st.key_xor, c.compute, exec::kSortFlipBlocks);
       unit_ready_[d].record(c.compute);
       MGJOIN_CUDA_TRY(cudaStreamWaitEvent(c.d2h, unit_ready_[d], 0));
       if (std::exchange(first_unit, false)) c.timeline->record_begin(SortPart::D2H, c.d2h);
       const std::int64_t row = host_row + u.offset;
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(st.job->host_keys, row, layout.key_bytes), sorted_keys,
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(row_at(st.job->host_keys, row, layout.key_bytes), sorted_keys,
                                       u.count * layout.key_bytes, cudaMemcpyDeviceToHost, c.d2h));
       if (layout.payload_bytes)
-        MGJOIN_CUDA_TRY(cudaMemcpyAsync(at(st.job->host_payload, row, layout.payload_bytes), sorted_payload,
+        MGJOIN_CUDA_TRY(cudaMemcpyAsync(row_at(st.job->host_payload, row, layout.payload_bytes), sorted_payload,
                                         u.count * layout.payload_bytes, cudaMemcpyDeviceToHost, c.d2h));
     }
     c.timeline->record_end(SortPart::LocalSort, c.compute);

@@ -7,13 +7,13 @@
 #include "engine/src/sort/local_sort.hpp"
 #include "engine/src/sort/radix_sorter.hpp"
 #include "core/cancel.hpp"
+#include "core/timing.hpp"
 #include "core/device.hpp"
 
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <memory>
@@ -200,6 +200,31 @@ TupleLayout widest_layout(std::span<const RelationView> rels) {
   return widest;
 }
 
+/// GPU p's part of a chunkset in primary[slot] (its size set by the caller), once the D2H of the one
+/// before is past the buffers this one uses: the secondary buffer and primary[slot] may still be read by
+/// the D2H of chunkset i - 1.
+GpuChunk gpu_chunk(GpuPipeline& p, int slot, bool last, const TupleLayout& layout, const SortPlan& plan,
+                   alloc::DeviceStackAllocator* memory, PartTimeline* timeline) {
+  gpu::DeviceGuard guard(p.device);
+  MGJOIN_CUDA_TRY(cudaStreamWaitEvent(p.compute, p.d2h_done, 0));
+  GpuChunk c;
+  c.device = p.device;
+  c.compute = p.compute;
+  c.d2h = p.d2h;
+  c.ready = p.ready[slot];
+  c.d2h_done = p.d2h_done;
+  c.memory = memory;
+  c.keys = p.primary[slot].keys.data();
+  c.payload = layout.payload_bytes ? p.primary[slot].payload.data() : nullptr;
+  c.alt_keys = p.secondary.keys.data();
+  c.alt_payload = layout.payload_bytes ? p.secondary.payload.data() : nullptr;
+  c.spare_keys = last ? p.primary[1 - slot].keys.data() : nullptr;
+  c.spare_payload = last && layout.payload_bytes ? p.primary[1 - slot].payload.data() : nullptr;
+  c.capacity = plan.chunk_capacity;
+  c.timeline = timeline;
+  return c;
+}
+
 }  // namespace
 
 std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, const SortPlan& plan,
@@ -220,7 +245,7 @@ std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, cons
   const int k = static_cast<int>(items.size());
   if (k == 0) return results;
 
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = timing::Clock::now();
   auto sorter = make_sorter(strategy, exchange, nccl, g);
   const TupleLayout widest = widest_layout(rels);
   Pipelines gpus;
@@ -247,26 +272,8 @@ std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, cons
     const RowRange rows = items[i].rows;
     std::vector<GpuChunk> chunks;
     for (int d = 0; d < g; ++d) {
-      auto& p = *gpus[d];
-      gpu::DeviceGuard guard(p.device);
-      // The secondary buffer and primary[slot] may still be read by the D2H of chunkset i - 1.
-      MGJOIN_CUDA_TRY(cudaStreamWaitEvent(p.compute, p.d2h_done, 0));
-      GpuChunk c;
-      c.device = p.device;
-      c.compute = p.compute;
-      c.d2h = p.d2h;
-      c.ready = p.ready[slot];
-      c.d2h_done = p.d2h_done;
-      c.memory = device_memory[d];
-      c.keys = p.primary[slot].keys.data();
-      c.payload = layout.payload_bytes ? p.primary[slot].payload.data() : nullptr;
-      c.alt_keys = p.secondary.keys.data();
-      c.alt_payload = layout.payload_bytes ? p.secondary.payload.data() : nullptr;
-      c.spare_keys = last ? p.primary[1 - slot].keys.data() : nullptr;
-      c.spare_payload = last && layout.payload_bytes ? p.primary[1 - slot].payload.data() : nullptr;
+      GpuChunk c = gpu_chunk(*gpus[d], slot, last, layout, plan, device_memory[d], timeline_of[i][d]);
       c.size = even_part(rows.size(), g, d).size();
-      c.capacity = plan.chunk_capacity;
-      c.timeline = timeline_of[i][d];
       chunks.push_back(c);
     }
     ChunksetJob job;
@@ -284,7 +291,7 @@ std::vector<SortPhaseResult> sort_phase(std::span<const RelationView> rels, cons
     p->compute.synchronize();
     p->h2d.synchronize();
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = timing::seconds_since(start);
   append_stats(timelines, k, g, relation_bytes, nvlink_bytes, seconds, stats);
   return results;
 }

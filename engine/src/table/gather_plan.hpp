@@ -5,7 +5,7 @@
 // CPU always gathers the key and validity columns (beside the GPUs' work), so the plan balances the
 // payload columns between the CPU and the GPUs by the seconds each is predicted to take (longest first,
 // each to whichever finishes it first). Pure host code: tested on the CPU.
-#include "engine/src/cost_model.hpp"
+#include "engine/src/plan/cost_model.hpp"
 
 #include <mgjoin/table.hpp>
 

@@ -8,9 +8,10 @@
 #include <mgjoin/table.hpp>
 
 #include "alloc/host_pin.hpp"
+#include "core/timing.hpp"
 #include "core/cancel.hpp"
 #include "core/device.hpp"
-#include "engine/src/engine_internals.hpp"
+#include "engine/src/api/engine_resources.hpp"
 #include "engine/src/join/cpu_sort.hpp"
 #include "engine/src/table/gather_plan.hpp"
 #include "engine/src/table/gpu_gather.hpp"
@@ -74,8 +75,8 @@ bool outputs_right_columns(JoinKind k) { return k != JoinKind::LeftSemi && k != 
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using timing::Clock;
+using timing::seconds_since;
 /// join() or an Engine's join: what runs the relations underneath.
 using Joiner = std::function<JoinResult(RelationView, RelationView, const JoinOptions&)>;
 
@@ -223,11 +224,11 @@ table::GatherPlan plan_payload_gathers(const std::vector<PayloadColumn>& payload
   table::GatherMachine m;
   m.maps_pinned = maps_pinned;
   if (may_gather_on_gpus(o, b)) {
-    const auto stacks = detail::EngineInternals::device_stacks(*b.engine);
+    const auto stacks = b.engine->resources().device_stacks();
     m.gpus = static_cast<int>(stacks.size());
     m.device_bytes = ~std::uint64_t{0};
     for (const alloc::DeviceStackAllocator* stack : stacks) m.device_bytes = std::min<std::uint64_t>(m.device_bytes, stack->available());
-    m.rates = detail::EngineInternals::rates(*b.engine);
+    m.rates = b.engine->resources().rates();
   }
   std::vector<table::GatherColumn> columns;
   for (const PayloadColumn& c : payloads)
@@ -256,7 +257,7 @@ std::vector<NamedColumn> gather_columns(const Plan& p, JoinKind how, const table
   std::optional<table::GpuGathers> gpus;
   if (!jobs.empty()) {
     try {
-      gpus.emplace(b.engine->devices(), detail::EngineInternals::device_stacks(*b.engine));
+      gpus.emplace(b.engine->devices(), b.engine->resources().device_stacks());
       gpus->start(jobs, map_of, rows);
     } catch (const OutOfMemory& e) {
       gpus.reset();  // waits for what was queued and gives its buffers back

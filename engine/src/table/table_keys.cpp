@@ -1,6 +1,6 @@
 #include "engine/src/table/table_keys.hpp"
 
-#include "engine/src/kept_inputs.hpp"
+#include "engine/src/exec/kept_inputs.hpp"
 
 #include <mgjoin/error.hpp>
 

@@ -5,8 +5,8 @@
 //   pass 1: R, S (host) ── chunks H2D on every GPU ─► partitioned by the group splitters ─┬─► D2H ─►
 //           pinned host buckets, one region per (side, group)                             │
 //           resident groups (hybrid): GPU k's group stays in GPU k's memory ◄─────────────┘
-//   pass 2: resident: on every GPU at once, its group joined by the one-GPU flow (copart_join.hpp)
-//           group q: R_q, S_q (buckets) ─► the co-partitioned flow (copart_join.hpp: in core, or
+//   pass 2: resident: on every GPU at once, its group joined by the one-GPU flow (flows/copart)
+//           group q: R_q, S_q (buckets) ─► the co-partitioned flow (flows/copart: in core, or
 //           streamed) ─► count summed │ output appended to the same result columns
 //
 // Bucket groups are planned as the GPUs of the in-core flow are (splitters.hpp): split from a sample of
@@ -22,8 +22,10 @@
 // partitioned the chunk), and pass 2 joins them there first, before the host groups take the memory.
 // Their bytes cross PCIe once: the more memory, the less traffic.
 //
-// plan_buckets() decides from sizes and samples alone (CPU-testable); run_bucketed() executes a plan.
-#include "engine/src/copart/copart_join.hpp"
+// plan_buckets() decides from sizes and samples alone (CPU-testable); flows/copart/bucketed.hpp runs a plan.
+#include "engine/src/copart/copart_plan.hpp"
+
+#include <string>
 
 namespace mgjoin::copart {
 
@@ -98,17 +100,5 @@ inline bool overlap_possible(Exchange exchange, int gpus) { return exchange != E
 /// The part of a sorted sample that falls in group q of `groups`, standing for `rows` rows: the keys
 /// whose tuples go to q; a hot key's split-side keys in proportion to q's share of it.
 KeySample group_sample(const KeySample& sample, Side side, const PartitionPlan& groups, int q, std::int64_t rows);
-
-/// Runs the bucketed flow: pass 1 fills pinned buckets (from the pinned column cache) and the resident
-/// groups (device memory beside pass 1's slots), pass 2 joins the resident groups on their GPUs, then
-/// the host groups in order, two at once over halves of the GPUs' stacks when the plan overlaps them (a
-/// group whose bucket outgrew its half is joined alone in all the memory), else one after the other;
-/// fills count (and the output columns for Materialize) and appends phase stats. The context's pinned
-/// stacks hold plan.pinned_bytes.
-/// @throw PlanMissed when a bucket outgrows its bound or a group does not fit (before any output is
-/// returned: the caller may run another flow).
-/// @throw OutOfMemory when host memory cannot hold the buckets (checked before pass 1).
-void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan& plan, OutputMode output,
-                  PayloadFlow payloads, const CopartContext& context, JoinResult& result);
 
 }  // namespace mgjoin::copart

@@ -1,10 +1,12 @@
-#include "engine/src/copart/chunk_slot.hpp"
+#include "engine/src/exec/chunk_slot.hpp"
+
+#include "engine/src/exec/rows.hpp"
 
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
 
-namespace mgjoin::copart {
+namespace mgjoin::exec {
 
 ChunkSlot::ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::PinnedStackAllocator& pinned,
                      std::int64_t chunk_rows, const Widths& r, const Widths& s, const std::array<int, 2>& most_copies,
@@ -17,7 +19,7 @@ ChunkSlot::ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::Pin
   if (payload_bytes) in_payload = DeviceBuffer(memory, chunk * payload_bytes);
   out_keys = DeviceBuffer(memory, chunk * copies * key_bytes);
   if (payload_bytes) out_payload = DeviceBuffer(memory, chunk * copies * payload_bytes);
-  scratch = DeviceBuffer(memory, std::max<std::size_t>(1, partition_scratch_bytes(chunk_rows, destinations)));
+  scratch = DeviceBuffer(memory, std::max<std::size_t>(1, copart::partition_scratch_bytes(chunk_rows, destinations)));
   segments = DeviceBuffer(memory, (destinations + 1) * sizeof(std::uint64_t));
   segments_host = PinnedBuffer(pinned, (destinations + 1) * sizeof(std::uint64_t));
   h2d_done = gpu::Event(device, false);
@@ -35,28 +37,36 @@ std::uint64_t ChunkSlot::copy_in(const RelationView& rel, const Widths& w, std::
   return static_cast<std::uint64_t>(n) * (w.key_bytes + w.payload_bytes);
 }
 
-PartitionArgs ChunkSlot::partition_args(const Widths& w, Side side, std::uint64_t key_xor, std::int64_t first) const {
+PartitionArgs partition_args(const Widths& w, Side side, std::uint64_t key_xor, const void* keys, const void* payload,
+                             std::int64_t n, std::uint64_t first_row, void* keys_out, void* payload_out,
+                             std::uint64_t* segments, void* scratch, std::size_t scratch_bytes) {
   PartitionArgs args;
   args.widths = w;
   args.side = side;
   args.key_xor = key_xor;
-  args.keys = in_keys.data();
-  args.payload = w.payload_bytes ? in_payload.data() : nullptr;
-  args.n = rows;
-  args.first_row = static_cast<std::uint64_t>(first);
-  args.keys_out = out_keys.data();
-  args.payload_out = w.payload_bytes ? out_payload.data() : nullptr;
-  args.segments = reinterpret_cast<std::uint64_t*>(segments.data());
-  args.scratch = scratch.data();
-  args.scratch_bytes = scratch.size();
+  args.keys = keys;
+  args.payload = w.payload_bytes ? payload : nullptr;
+  args.n = n;
+  args.first_row = first_row;
+  args.keys_out = keys_out;
+  args.payload_out = w.payload_bytes ? payload_out : nullptr;
+  args.segments = segments;
+  args.scratch = scratch;
+  args.scratch_bytes = scratch_bytes;
   return args;
 }
 
+PartitionArgs ChunkSlot::partition_args(const Widths& w, Side side, std::uint64_t key_xor, std::int64_t first) const {
+  return exec::partition_args(w, side, key_xor, in_keys.data(), in_payload.data(), rows, static_cast<std::uint64_t>(first),
+                              out_keys.data(), out_payload.data(), reinterpret_cast<std::uint64_t*>(segments.data()),
+                              scratch.data(), scratch.size());
+}
+
 void ChunkSlot::partition(const PartitionPlan& plan, const PartitionArgs& args, cudaStream_t part) {
-  partition_chunk(plan, args, part);
+  copart::partition_chunk(plan, args, part);
   MGJOIN_CUDA_TRY(cudaMemcpyAsync(segments_host.data(), segments.data(), (plan.gpus + 1) * sizeof(std::uint64_t),
                                   cudaMemcpyDeviceToHost, part));
   part_done.record(part);
 }
 
-}  // namespace mgjoin::copart
+}  // namespace mgjoin::exec

@@ -1,4 +1,4 @@
-#include "engine/src/merge_phase.hpp"
+#include "engine/src/flows/paper/merge_phase.hpp"
 
 #include "host_merge/multiway_merge.hpp"
 #include "host_merge/parallel_copy.hpp"
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace mgjoin::detail {
@@ -25,6 +26,18 @@ void grow(HostColumn& column, std::int64_t n, DType type) {
 void MergeBuffers::reserve(std::int64_t n, DType key_type, std::optional<DType> payload_type) {
   grow(keys, n, key_type);
   if (payload_type) grow(payloads, n, *payload_type);
+}
+
+std::uint64_t merge_memory_needed(const RelationView& r, const RelationView& s, const sort::SortPlan& plan,
+                                  const MergeBuffers& buffers) {
+  std::uint64_t keys = 0, payloads = 0;
+  for (const auto& [rel, k] : {std::pair{&r, plan.k_r}, std::pair{&s, plan.k_s}}) {
+    if (k <= 1) continue;
+    keys = std::max<std::uint64_t>(keys, rel->key.bytes());
+    if (rel->payload) payloads = std::max<std::uint64_t>(payloads, rel->payload->bytes());
+  }
+  const auto more = [](std::uint64_t want, std::uint64_t have) { return want > have ? want - have : 0; };
+  return more(keys, buffers.keys.bytes()) + more(payloads, buffers.payloads.bytes());
 }
 
 void merge_phase(RelationView rel, std::span<const sort::RowRange> runs, MergeBuffers& buffers) {

@@ -19,6 +19,11 @@ struct MergeBuffers {
   std::uint64_t bytes() const { return keys.bytes() + payloads.bytes(); }
 };
 
+/// Host bytes the merge phase's buffers need for `r` and `s` under `plan` beyond those `buffers` hold (0:
+/// none, or one chunkset each).
+std::uint64_t merge_memory_needed(const RelationView& r, const RelationView& s, const sort::SortPlan& plan,
+                                  const MergeBuffers& buffers);
+
 /// Merges the sorted `runs` of `rel` (row ranges covering it, in order) and writes the result back
 /// into `rel`. Nothing happens for a single run.
 void merge_phase(RelationView rel, std::span<const sort::RowRange> runs, MergeBuffers& buffers);

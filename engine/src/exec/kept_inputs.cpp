@@ -1,4 +1,4 @@
-#include "engine/src/kept_inputs.hpp"
+#include "engine/src/exec/kept_inputs.hpp"
 
 #include "host_merge/parallel_copy.hpp"
 
@@ -35,7 +35,7 @@ KeptInputs copy_inputs(const RelationView& r, const RelationView& s) {
   return kept;
 }
 
-void expect_inputs_keepable(const JoinOptions& options) {
+void expect_inputs_keepable(const JoinSettings& options) {
   MGJOIN_INPUT_EXPECTS(!options.keep_inputs || options.output != OutputMode::Ranges,
                        "JoinOptions::keep_inputs: ranges index the sorted inputs, which keep_inputs leaves unsorted "
                        "(ask for Count or Materialize)");

@@ -2,35 +2,26 @@
 // One GPU's slot for a chunk of a relation on its way through the partition kernel: the chunk as it
 // came H2D, its partitioned copy (hot-key copies included), the kernel's scratch and the segment sizes
 // (on the device, and in pinned memory for the host, which addresses the copies out by them). The
-// in-core and streamed flows send the segments to their owner GPUs; the bucketed flow's pass 1 sends
-// them out to host buckets. Each GPU keeps two, so that a chunk arrives while the other is partitioned.
+// chunk router (chunk_router.hpp) keeps two per GPU, so that a chunk arrives while the other is
+// partitioned, and hands their segments to a sink: the owners' partitions, host buckets, a resident group.
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_buffer.hpp"
 #include "core/device.hpp"
 #include "engine/src/copart/copart_kernels.hpp"
-#include "engine/src/sort/radix_partition.hpp"
 
 #include <mgjoin/types.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
-namespace mgjoin::copart {
+namespace mgjoin::exec {
 
-/// Row `row` of rows `width` bytes wide from `p`.
-inline std::byte* row_at(void* p, std::int64_t row, int width) {
-  return static_cast<std::byte*>(p) + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
-}
-inline const std::byte* row_at(const void* p, std::int64_t row, int width) {
-  return static_cast<const std::byte*>(p) + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
-}
-
-/// What the partition kernel XORs into keys of `type` to order them as unsigned (and back): the sign
-/// bit of signed keys, 0 for unsigned ones.
-inline std::uint64_t ordered_key_xor(DType type) {
-  return sort::sign_flip_mask({static_cast<int>(dtype_size(type)), 0, is_signed_key(type)});
-}
+using copart::PartitionArgs;
+using copart::PartitionPlan;
+using copart::Side;
+using copart::Widths;
 
 struct ChunkSlot {
   using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
@@ -40,6 +31,10 @@ struct ChunkSlot {
   PinnedBuffer segments_host;
   std::int64_t rows = 0;  ///< rows of the chunk now in it (0: none this round)
   gpu::Event h2d_done, part_done;
+  /// Recorded once the sink has taken the slot's segments (per destination GPU of an exchange, or one
+  /// copy out): the partition of the slot's next chunk waits for them.
+  std::vector<gpu::Event> released;
+  bool released_recorded = false;
 
   ChunkSlot() = default;
   /// Buffers for chunks of up to `chunk_rows` rows of either relation (`r` or `s`: the widest key and
@@ -60,4 +55,10 @@ struct ChunkSlot {
   void partition(const PartitionPlan& plan, const PartitionArgs& args, cudaStream_t part);
 };
 
-}  // namespace mgjoin::copart
+/// The partition kernel's arguments for `n` rows of `side` at `keys`/`payload` (device memory, the user's
+/// key form), global row `first_row` on, into `keys_out`/`payload_out` with segment bounds at `segments`.
+PartitionArgs partition_args(const Widths& w, Side side, std::uint64_t key_xor, const void* keys, const void* payload,
+                             std::int64_t n, std::uint64_t first_row, void* keys_out, void* payload_out,
+                             std::uint64_t* segments, void* scratch, std::size_t scratch_bytes);
+
+}  // namespace mgjoin::exec

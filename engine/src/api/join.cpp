@@ -5,13 +5,15 @@
 #include <mgjoin/join.hpp>
 
 #include "alloc/host_memory.hpp"
+#include "engine/src/api/engine_resources.hpp"
 #include "engine/src/join/cpu_join.hpp"
-#include "engine/src/kept_inputs.hpp"
+#include "engine/src/exec/kept_inputs.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "core/cancel.hpp"
 #include "core/device.hpp"
 
 #include <optional>
+#include <utility>
 #include <string>
 
 namespace mgjoin {
@@ -43,6 +45,44 @@ const char* strategy_name(JoinStrategy s) {
   return "?";
 }
 
+namespace {
+
+/// The value of `words` named `name`. @throw InputError "<what>: expected <the words>".
+template <class T, std::size_t N>
+T parse_word(std::string_view name, const std::string& what, const std::pair<const char*, T> (&words)[N]) {
+  std::string expected;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (name == words[i].first) return words[i].second;
+    expected += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(words[i].first);
+  }
+  throw InputError(what + ": expected " + expected);
+}
+
+}  // namespace
+
+JoinStrategy parse_join_strategy(std::string_view name, const std::string& what) {
+  static constexpr std::pair<const char*, JoinStrategy> words[] = {
+      {"auto", JoinStrategy::Auto}, {"paper", JoinStrategy::Paper}, {"copart", JoinStrategy::CoPartitioned}};
+  return parse_word(name, what, words);
+}
+
+PayloadFlow parse_payload_flow(std::string_view name, const std::string& what) {
+  static constexpr std::pair<const char*, PayloadFlow> words[] = {
+      {"auto", PayloadFlow::Auto}, {"carry", PayloadFlow::Carry}, {"late", PayloadFlow::Late}};
+  return parse_word(name, what, words);
+}
+
+SortStrategy parse_sort_strategy(std::string_view name, const std::string& what) {
+  static constexpr std::pair<const char*, SortStrategy> words[] = {
+      {"radix", SortStrategy::Radix}, {"merge", SortStrategy::Merge}, {"auto", SortStrategy::FromTuning}};
+  return parse_word(name, what, words);
+}
+
+Exchange parse_exchange(std::string_view name, const std::string& what) {
+  static constexpr std::pair<const char*, Exchange> words[] = {{"copy", Exchange::CopyEngines}, {"nccl", Exchange::Nccl}};
+  return parse_word(name, what, words);
+}
+
 bool sort_strategy_supported(SortStrategy s, int gpus) {
   return s != SortStrategy::Merge || sort::merge_sort_supported(gpus);
 }
@@ -71,7 +111,7 @@ JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
     return cpu_path(r, s, options);  // the default (all GPUs) on a machine without any
   }
   Engine engine(options);
-  return engine.join_checked(r, s, options);
+  return detail::join_on(engine.resources(), r, s, options);
 }
 
 }  // namespace mgjoin

@@ -1,4 +1,4 @@
-#include "engine/src/cost_model.hpp"
+#include "engine/src/plan/cost_model.hpp"
 
 #include <algorithm>
 #include <numeric>

@@ -1,42 +1,32 @@
-// run_bucketed: executes a bucket plan (bucket_join.hpp draws the flow).
+// run_bucketed: a bucket plan run (bucketed.hpp; copart/bucket_plan.hpp draws the flow): pass 1
+// (bucket_pass1.hpp) fills the buckets and the resident groups, pass 2 joins the groups.
 //
-// Pass 1 on each GPU: two chunk slots; chunk c of a relation goes to GPU c % g. While chunk t is
-// partitioned by the group splitters (keys in the ordered form, turned back on the way out), chunk
-// t + 1 crosses in and chunk t - 1's segments cross out into their groups' buckets: PCIe carries both
-// directions at once. One host thread drives every GPU; it blocks only to read a chunk's segment sizes,
-// which address the copies out and are checked against the buckets' bounds.
-//
-// Resident groups (hybrid) take their device buffers from each GPU's stack before pass 1's slots, so
-// they stay when the slots go. A chunk's segment of resident group k crosses to GPU k (a device copy,
-// over NVLink from another GPU) on the D2H stream, in order with the host buckets' copies. Pass 2
-// first joins them: each GPU plans its group from a strided sample of its keys (read from the GPU:
-// the rows are nowhere else) and runs the one-GPU flow on its own stacks, all GPUs started before the
-// first is finished; then the host groups.
-//
-// Pass 2 joins the host groups in order into one set of result columns. Overlapped: per GPU, two device
-// stacks over halves of its stack and two pinned stacks over blocks of its pinned stack (Halves); group
-// q + 1's InCoreJoin is started on the other half once group q's inputs have arrived, and group q is
-// finished (its last sort, join and output) while q + 1's bytes cross PCIe. A group whose bucket outgrew
-// its half (the sample misled) waits for the one before it and runs alone in all the memory. One by
-// one: each group's buckets go to run_copart in all the memory.
-#include "engine/src/copart/bucket_join.hpp"
+// Pass 2 first joins the resident groups: each GPU plans its group from a strided sample of its keys
+// (read from the GPU: the rows are nowhere else) and runs the one-GPU flow on its own stacks, all GPUs
+// started before the first is finished; then the host groups, in order into one set of result columns.
+// Overlapped: per GPU, two device stacks over halves of its stack and two pinned stacks over blocks of
+// its pinned stack (Halves); group q + 1's InCoreJoin is started on the other half once group q's inputs
+// have arrived, and group q is finished (its last sort, join and output) while q + 1's bytes cross PCIe.
+// A group whose bucket outgrew its half (the sample misled) waits for the one before it and runs alone
+// in all the memory. One by one: each group's buckets go to run_copart in all the memory.
+#include "engine/src/flows/copart/bucketed.hpp"
 
-#include "engine/src/copart/chunk_slot.hpp"
+#include "engine/src/flows/copart/bucket_pass1.hpp"
 
 #include "alloc/host_memory.hpp"
 #include "alloc/stack_buffer.hpp"
 #include "alloc/stack_set.hpp"
+#include "engine/src/exec/phase_stats.hpp"
 #include "engine/src/join/output_count.hpp"
-#include "engine/src/phase_stats.hpp"
+#include "engine/src/exec/key_order.hpp"
 #include "core/cancel.hpp"
 #include "core/checked_math.hpp"
-#include "core/device.hpp"
+#include "core/timing.hpp"
 
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <deque>
 #include <future>
 #include <memory>
@@ -46,240 +36,8 @@
 namespace mgjoin::copart {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-/// One side's pinned buckets: one region per group, each as long as the group's bound.
-class Buckets {
- public:
-  Buckets(const RelationView& rel, const Widths& w, const std::vector<std::int64_t>& bound)
-      : rel_(rel), w_(w), bound_(bound), filled_(bound.size(), 0) {
-    std::int64_t rows = 0;
-    for (const std::int64_t b : bound) {
-      first_.push_back(rows);
-      rows += b;
-    }
-    keys_ = HostColumn::allocate(rel.key.type, rows, MemoryKind::Pinned);
-    if (w.payload_bytes) payload_ = HostColumn::allocate(rel.payload->type, rows, MemoryKind::Pinned);
-  }
-
-  /// Where `rows` more rows of group q go: key and payload destinations (payload nullptr when none).
-  /// @throw PlanMissed when they pass the group's bound.
-  std::pair<std::byte*, std::byte*> append(int q, std::int64_t rows, const char* side) {
-    if (filled_[q] + rows > bound_[q])
-      throw PlanMissed(std::string("bucket group ") + std::to_string(q) + " of " + side + " outgrew the " +
-                       std::to_string(bound_[q]) + " rows its sample planned");
-    const std::int64_t row = first_[q] + filled_[q];
-    filled_[q] += rows;
-    return {row_at(keys_.as<std::byte>(), row, w_.key_bytes),
-            w_.payload_bytes ? row_at(payload_.as<std::byte>(), row, w_.payload_bytes) : nullptr};
-  }
-
-  /// Group q's rows as a relation of the input's types.
-  RelationView group(int q) {
-    RelationView v{{row_at(keys_.as<std::byte>(), first_[q], w_.key_bytes), filled_[q], rel_.key.type}, std::nullopt};
-    if (w_.payload_bytes)
-      v.payload = MutableColumnView{row_at(payload_.as<std::byte>(), first_[q], w_.payload_bytes), filled_[q], rel_.payload->type};
-    return v;
-  }
-
-  std::int64_t rows(int q) const { return filled_[q]; }
-
- private:
-  const RelationView& rel_;
-  Widths w_;
-  std::vector<std::int64_t> bound_, filled_, first_;
-  HostColumn keys_, payload_;
-};
-
-using DeviceBuffer = alloc::StackBuffer<std::byte, alloc::DeviceStackAllocator>;
-
-/// The resident groups: group host_groups() + k of each side in GPU k's memory, as long as its bound.
-class Resident {
- public:
-  Resident(const BucketPlan& plan, const CopartContext& ctx, const RelationView& r, const RelationView& s)
-      : host_groups_(plan.host_groups()), rel_{r, s}, w_{plan.r, plan.s} {
-    MGJOIN_EXPECTS(plan.resident == 0 || plan.resident == static_cast<int>(ctx.devices.size()),
-                   "one resident group per GPU");
-    for (int k = 0; k < plan.resident; ++k) {
-      GpuPart& gpu = gpus_.emplace_back();
-      gpu.context = {ctx.devices.subspan(k, 1), ctx.device_memory.subspan(k, 1), ctx.pinned.subspan(k, 1), ctx.exchange,
-                     ctx.comms};
-      for (int side = 0; side < 2; ++side) {
-        Part& part = gpu.side[side];
-        part.bound = plan.sizes.bound[side][host_groups_ + k];
-        const Widths& w = w_[side];
-        if (part.bound == 0) continue;
-        part.keys = DeviceBuffer(*ctx.device_memory[k], static_cast<std::size_t>(part.bound) * w.key_bytes);
-        if (w.payload_bytes)
-          part.payload = DeviceBuffer(*ctx.device_memory[k], static_cast<std::size_t>(part.bound) * w.payload_bytes);
-      }
-    }
-  }
-
-  int gpus() const { return static_cast<int>(gpus_.size()); }
-  int device(int k) const { return gpus_[k].context.devices[0]; }
-  /// GPU k's stacks alone: its group's one-GPU flow runs on them.
-  const CopartContext& context(int k) const { return gpus_[k].context; }
-
-  /// Where `rows` more rows of `side` go on GPU k: key and payload destinations (payload nullptr when none).
-  /// @throw PlanMissed when they pass the group's bound.
-  std::pair<std::byte*, std::byte*> append(int k, Side side, std::int64_t rows) {
-    Part& part = gpus_[k].side[static_cast<int>(side)];
-    if (part.filled + rows > part.bound)
-      throw PlanMissed("resident group " + std::to_string(host_groups_ + k) + " of " + (side == Side::R ? "R" : "S") +
-                       " outgrew the " + std::to_string(part.bound) + " rows its sample planned");
-    const Widths& w = w_[static_cast<int>(side)];
-    const std::int64_t row = part.filled;
-    part.filled += rows;
-    return {row_at(part.keys.data(), row, w.key_bytes), w.payload_bytes ? row_at(part.payload.data(), row, w.payload_bytes) : nullptr};
-  }
-
-  /// GPU k's rows of `side` as a relation of the input's types, in device memory.
-  RelationView group(int k, Side side) const {
-    const Part& part = gpus_[k].side[static_cast<int>(side)];
-    const RelationView& rel = rel_[static_cast<int>(side)];
-    RelationView v{{part.keys.data(), part.filled, rel.key.type}, std::nullopt};
-    if (w_[static_cast<int>(side)].payload_bytes) v.payload = MutableColumnView{part.payload.data(), part.filled, rel.payload->type};
-    return v;
-  }
-
-  std::int64_t rows(int k, Side side) const { return gpus_[k].side[static_cast<int>(side)].filled; }
-
- private:
-  struct Part {
-    std::int64_t bound = 0, filled = 0;
-    DeviceBuffer keys, payload;  // (payload freed first: the stack takes any order, but so it is LIFO)
-  };
-  struct GpuPart {
-    CopartContext context;  ///< GPU k alone
-    std::array<Part, 2> side;
-  };
-  int host_groups_;
-  std::array<RelationView, 2> rel_;
-  std::array<Widths, 2> w_;
-  std::deque<GpuPart> gpus_;
-};
-
-/// A pass-1 chunk slot, and when its segments have crossed out.
-struct Slot : ChunkSlot {
-  gpu::Event drained;
-  bool drained_recorded = false;
-};
-
-struct Pass1Gpu {
-  int device = 0;
-  gpu::Stream h2d, part, d2h;
-  std::array<Slot, 2> slots;
-};
-
-/// Pass 1: both relations through the GPUs into the buckets.
-class Pass1 {
- public:
-  Pass1(const BucketPlan& plan, const CopartContext& ctx, std::uint64_t key_xor, Resident& resident)
-      : plan_(plan), key_xor_(key_xor), resident_(resident) {
-    gpus_.resize(ctx.devices.size());
-    for (std::size_t d = 0; d < gpus_.size(); ++d) {
-      Pass1Gpu& gpu = gpus_[d];
-      gpu.device = ctx.devices[d];
-      gpu::DeviceGuard guard(gpu.device);
-      gpu.h2d = gpu::Stream(gpu.device);
-      gpu.part = gpu::Stream(gpu.device);
-      gpu.d2h = gpu::Stream(gpu.device);
-      for (Slot& slot : gpu.slots) {
-        static_cast<ChunkSlot&>(slot) = ChunkSlot(gpu.device, *ctx.device_memory[d], *ctx.pinned[d], plan.chunk_rows, plan.r,
-                                                  plan.s, plan.sizes.max_copies, plan.groups.gpus);
-        slot.drained = gpu::Event(gpu.device, false);
-      }
-    }
-  }
-
-  // Copies may still be in flight when an error unwinds: wait for them before any buffer goes back.
-  ~Pass1() {
-    for (const auto& gpu : gpus_) {
-      gpu::DeviceGuard guard(gpu.device);
-      cudaDeviceSynchronize();
-    }
-  }
-  Pass1(const Pass1&) = delete;
-  Pass1& operator=(const Pass1&) = delete;
-
-  /// Partitions `rel` (side `side`) into `buckets`, chunk by chunk on every GPU.
-  void run(const RelationView& rel, Side side, Buckets& buckets) {
-    const Widths& w = side == Side::R ? plan_.r : plan_.s;
-    const int g = static_cast<int>(gpus_.size());
-    const std::int64_t per_round = plan_.chunk_rows * g;
-    const std::int64_t rounds = (rel.size() + per_round - 1) / per_round;
-    for (std::int64_t t = 0; t <= rounds; ++t) {
-      mgjoin::detail::throw_if_cancelled();
-      for (int j = 0; j < g && t < rounds; ++j) {
-        const std::int64_t first = t * per_round + j * plan_.chunk_rows;
-        start(gpus_[j], gpus_[j].slots[t % 2], rel, side, w, first, std::clamp<std::int64_t>(rel.size() - first, 0, plan_.chunk_rows));
-      }
-      for (int j = 0; j < g && t > 0; ++j) drain(gpus_[j], gpus_[j].slots[(t - 1) % 2], side, w, buckets);
-    }
-    for (auto& gpu : gpus_) gpu.d2h.synchronize();
-  }
-
-  std::uint64_t bytes_in() const { return bytes_in_; }
-  std::uint64_t bytes_out() const { return bytes_out_; }
-  /// Resident rows' bytes copied to another GPU than the one that partitioned them.
-  std::uint64_t bytes_nvlink() const { return bytes_nvlink_; }
-
- private:
-  /// H2D of rows [first, first + rows) into the slot, then their partitioning, on the GPU's streams.
-  void start(Pass1Gpu& gpu, Slot& slot, const RelationView& rel, Side side, const Widths& w, std::int64_t first,
-             std::int64_t rows) {
-    slot.rows = rows;
-    if (rows == 0) return;
-    gpu::DeviceGuard guard(gpu.device);
-    // The input buffers are free: drain() waited for the slot's previous partitioning.
-    bytes_in_ += slot.copy_in(rel, w, first, rows, gpu.h2d);
-    // The output buffers are free once the previous chunk's segments have crossed out.
-    MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, slot.h2d_done, 0));
-    if (slot.drained_recorded) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(gpu.part, slot.drained, 0));
-    slot.partition(plan_.groups, slot.partition_args(w, side, key_xor_, first), gpu.part);
-  }
-
-  /// Once the slot's chunk is partitioned: its keys back to the input's form, and each group's segment
-  /// D2H into its bucket.
-  void drain(Pass1Gpu& gpu, Slot& slot, Side side, const Widths& w, Buckets& buckets) {
-    if (slot.rows == 0) return;
-    gpu::DeviceGuard guard(gpu.device);
-    slot.part_done.synchronize();
-    const auto* seg = reinterpret_cast<const std::uint64_t*>(slot.segments_host.data());
-    const int groups = plan_.groups.gpus;
-    // On the D2H stream, in order before the copies: the partition stream has the next chunk's work.
-    flip_keys(w.key_bytes, slot.out_keys.data(), static_cast<std::int64_t>(seg[groups]), key_xor_, gpu.d2h);
-    for (int q = 0; q < groups; ++q) {
-      const auto rows = static_cast<std::int64_t>(seg[q + 1] - seg[q]);
-      if (rows == 0) continue;
-      const std::byte* keys_from = row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[q]), w.key_bytes);
-      const std::byte* payload_from = row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[q]), w.payload_bytes);
-      const std::uint64_t bytes = static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
-      if (const int k = plan_.resident_gpu(q); k >= 0) {  // stays on the GPUs: to GPU k
-        const auto [keys, payload] = resident_.append(k, side, rows);
-        const int to = resident_.device(k);
-        MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(keys, to, keys_from, gpu.device, rows * w.key_bytes, gpu.d2h));
-        if (payload) MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(payload, to, payload_from, gpu.device, rows * w.payload_bytes, gpu.d2h));
-        if (to != gpu.device) bytes_nvlink_ += bytes;
-        continue;
-      }
-      const auto [keys, payload] = buckets.append(q, rows, side == Side::R ? "R" : "S");
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys, keys_from, rows * w.key_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
-      if (payload) MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload, payload_from, rows * w.payload_bytes, cudaMemcpyDeviceToHost, gpu.d2h));
-      bytes_out_ += bytes;
-    }
-    slot.drained.record(gpu.d2h);
-    slot.drained_recorded = true;
-  }
-
-  const BucketPlan& plan_;
-  std::uint64_t key_xor_;
-  Resident& resident_;
-  std::vector<Pass1Gpu> gpus_;
-  std::uint64_t bytes_in_ = 0, bytes_out_ = 0, bytes_nvlink_ = 0;
-};
+using timing::Clock;
+using timing::seconds_since;
 
 /// Pass 2's stacks when two groups are on the GPUs at once: per GPU, two device stacks over halves of
 /// what its stack has (at most the plan's memory) and two pinned stacks over blocks of its pinned stack.
@@ -529,7 +287,7 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
   std::optional<Resident> resident(std::in_place, plan, context, r, s);  // before pass 1's slots: they stay
   std::uint64_t pass1_in = 0, pass1_out = 0, pass1_nvlink = 0;
   {
-    Pass1 pass1(plan, context, ordered_key_xor(r.key.type), *resident);
+    Pass1 pass1(plan, context, exec::ordered_key_xor(r.key.type), *resident);
     pass1.run(r, Side::R, r_buckets);
     pass1.run(s, Side::S, s_buckets);
     pass1_in = pass1.bytes_in();

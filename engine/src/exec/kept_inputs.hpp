@@ -24,6 +24,6 @@ KeptInputs copy_inputs(const RelationView& r, const RelationView& s);
 
 /// Refuses keep_inputs with OutputMode::Ranges: ranges index the sorted inputs, which it leaves unsorted.
 /// @throw InputError naming the option.
-void expect_inputs_keepable(const JoinOptions& options);
+void expect_inputs_keepable(const JoinSettings& options);
 
 }  // namespace mgjoin::detail

@@ -1,0 +1,67 @@
+// OutputColumns (output_columns.hpp).
+#include "engine/src/exec/output_columns.hpp"
+
+#include "core/checked_math.hpp"
+#include "engine/src/exec/output_writer.hpp"
+#include "engine/src/join/output_count.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace mgjoin::exec {
+
+OutputColumns::OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw,
+                             JoinResult& result)
+    : result_(result), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
+      present_{true, rw.payload_bytes > 0, sw.payload_bytes > 0},
+      row_bytes_(output_row_bytes(rw, sw)) {}
+
+std::uint64_t OutputColumns::reserve(std::uint64_t rows, double arrived) {
+  CheckedSum end{next_};
+  end.add(rows);
+  if (end.overflowed) detail::throw_output_overflow("the joined parts");
+  if (end.value > capacity_) {
+    std::uint64_t wanted = end.value;
+    if (arrived < 1) {
+      const double guess = static_cast<double>(end.value) / std::max(arrived, 1e-9) * 1.05 + 1024;
+      wanted = std::max({end.value, capacity_ + capacity_ / 2, static_cast<std::uint64_t>(std::min(guess, 1.8e19))});
+    }
+    // The pinned cache may hold blocks of a previous join's output: taking from it needs no new
+    // memory, so the guess is tried first and the exact need (checked, or refused) after it.
+    try {
+      take(wanted);
+    } catch (const OutOfMemory&) {
+      if (wanted == end.value) throw;
+      take(end.value);
+    }
+  }
+  return std::exchange(next_, end.value);
+}
+
+void OutputColumns::finish() {
+  if (capacity_ == 0) take(0);
+  for (HostColumn* c : {&result_.key, &result_.r_payload, &result_.s_payload})
+    if (c->size()) c->truncate(static_cast<std::int64_t>(next_));
+  result_.count = next_;
+}
+
+/// New columns of `rows` rows holding the rows written so far.
+void OutputColumns::take(std::uint64_t rows) {
+  const std::int64_t n = detail::output_rows(rows, row_bytes_);
+  const std::array<HostColumn*, 3> columns{&result_.key, &result_.r_payload, &result_.s_payload};
+  std::vector<ByteCopy> copies;
+  std::array<HostColumn, 3> fresh;
+  for (int c = 0; c < 3; ++c) {
+    if (!present_[c]) continue;
+    fresh[c] = HostColumn::allocate(types_[c], n, MemoryKind::Pinned);
+    copies.push_back({fresh[c].as<std::byte>(), columns[c]->as<std::byte>(), next_ * dtype_size(types_[c])});
+  }
+  if (next_) copy_in_blocks(copies);
+  for (int c = 0; c < 3; ++c) *columns[c] = std::move(fresh[c]);
+  capacity_ = rows;
+}
+
+}  // namespace mgjoin::exec
