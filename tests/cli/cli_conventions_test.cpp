@@ -1,5 +1,7 @@
 // The CLI's conventions (issue 45, item 5): every bad invocation exits 2 with one line; under --json
-// every failure is also JSON on stdout.
+// every failure is also JSON on stdout; `generate` refuses a directory that holds a table without
+// --overwrite; --on names the key of both tables; a progress bar only on a terminal, after a second, and
+// never with --quiet.
 #include <mgjoin/io.hpp>
 
 #include "cli_test_util.hpp"
@@ -8,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -48,6 +52,21 @@ class CliConventions : public CliTest {
     EXPECT_NE(lines[0].find(needle), std::string::npos) << "'" << needle << "' not in: " << lines[0];
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
+
+  /// `mgjoin <args>` on a pseudo-terminal (util-linux `script`): stdout and stderr as the terminal shows
+  /// them. Empty when `script` is missing (the caller skips).
+  std::string on_a_terminal(const std::string& args, const std::string& env = "") const {
+    if (std::system("command -v script > /dev/null 2>&1") != 0) return {};
+    const std::string cmd = "cd '" + dir().string() + "' && " + env + "script -qec \"'" MGJOIN_CLI_PATH "' " + args +
+                            "\" /dev/null < /dev/null";
+    std::string out;
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    if (!pipe) return out;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    ::pclose(pipe);
+    return out;
+  }
 };
 
 TEST_F(CliConventions, ParseErrorsExitTwoWithOneLine) {
@@ -69,7 +88,7 @@ TEST_F(CliConventions, UnderJsonEveryFailureIsAlsoJsonOnStdout) {
   for (const auto& [args, status, needle] : std::vector<std::tuple<std::string, int, std::string>>{
            {"join --json --no-such-option", 2, "--no-such-option"},
            {"join --r-dir nope --s-dir b --s-key k --gpus 0 --count --json", 2, "--r-dir nope"},
-           {"join --r-dir a --s-dir b --r-key k --s-key k --gpus 0 --how sideways --count --json", 2, "--how sideways"},
+           {"join --r-dir a --s-dir b --on k --gpus 0 --how sideways --count --json", 2, "--how sideways"},
            {"bench --workload B --scale 0.000001 --gpus 0 --repeat 0 --json", 2, "--repeat"}}) {
     const CliResult r = mgjoin(args);
     EXPECT_EQ(r.exit_code, status) << args << "\n" << r.err;
@@ -84,11 +103,70 @@ TEST_F(CliConventions, UnderJsonEveryFailureIsAlsoJsonOnStdout) {
   }
   // Without --json, stdout stays empty; a successful --json run prints its summary, not an error.
   EXPECT_TRUE(mgjoin("join --r-dir nope --s-dir b --gpus 0 --count").out.empty());
-  const CliResult ok = mgjoin("join --r-dir a --s-dir b --r-key k --s-key k --gpus 0 --count --json");
+  const CliResult ok = mgjoin("join --r-dir a --s-dir b --on k --gpus 0 --count --json");
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   const auto summary = nlohmann::json::parse(ok.out);
   EXPECT_EQ(summary["count"], 4);
   EXPECT_FALSE(summary.contains("error"));
+}
+
+TEST_F(CliConventions, GenerateRefusesATableWithoutOverwrite) {
+  ASSERT_EQ(mgjoin("generate --workload B --scale 0.00001 --seed 1 --out-dir gen").exit_code, 0);
+  const auto first = read_values<std::uint64_t>(dir() / "gen/s_key.npy");
+  write_file("gen/notes.txt", "the user's notes");
+  const CliResult again = mgjoin("generate --workload B --scale 0.00001 --seed 2 --out-dir gen");
+  EXPECT_EQ(again.exit_code, 2);
+  ASSERT_EQ(again.err_lines().size(), 1u) << again.err;
+  EXPECT_NE(again.err.find("--out-dir gen: already holds a table"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("--overwrite"), std::string::npos) << again.err;
+  EXPECT_EQ(read_values<std::uint64_t>(dir() / "gen/s_key.npy"), first) << "a refused run touched the table";
+
+  const CliResult replaced = mgjoin("generate --workload B --scale 0.00001 --seed 2 --out-dir gen --overwrite");
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_NE(read_values<std::uint64_t>(dir() / "gen/s_key.npy"), first);
+  EXPECT_TRUE(std::filesystem::exists(dir() / "gen/notes.txt")) << "files that are not the table stay";
+  // A directory without a table (only other files) is fine without --overwrite.
+  std::filesystem::create_directories(dir() / "docs");
+  write_file("docs/readme.txt", "x");
+  EXPECT_EQ(mgjoin("generate --workload A --scale 0.000001 --out-dir docs").exit_code, 0);
+}
+
+TEST_F(CliConventions, OnNamesTheKeyOfBothTables) {
+  const CliResult on = mgjoin("join --r-dir a --s-dir b --on k --gpus 0 --how full --out-dir on");
+  const CliResult both = mgjoin("join --r-dir a --s-dir b --r-key k --s-key k --gpus 0 --how full --out-dir both");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  for (const char* file : {"key.npy", "r.p.npy", "s.w.npy", "r.valid.npy", "s.valid.npy"}) {
+    const HostColumn x = read_column(dir() / "on" / file), y = read_column(dir() / "both" / file);
+    ASSERT_EQ(x.bytes(), y.bytes()) << file;
+    EXPECT_EQ(std::memcmp(x.data(), y.data(), x.bytes()), 0) << file;
+  }
+  expect_bad_invocation("join --r-dir a --s-dir b --on k --r-key k --gpus 0 --count", "--on");
+  expect_bad_invocation("join --r-dir a --s-dir b --on k --s-key k --gpus 0 --count", "--s-key");
+  // Errors about the key name the option the user gave.
+  expect_bad_invocation("join --r-dir a --s-dir b --on kk --gpus 0 --count", "--on kk: a holds no kk.npy");
+}
+
+TEST_F(CliConventions, AProgressBarOnlyOnATerminal) {
+  const std::string join = "join --r-dir a --s-dir b --on k --gpus 0 --out-dir ";
+  const std::string shown = on_a_terminal(join + "t1", "MGJOIN_TEST_PROGRESS_AFTER_MS=0 ");
+  if (shown.empty()) GTEST_SKIP() << "no `script` to make a pseudo-terminal with";
+  EXPECT_NE(shown.find("mgjoin: sort"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("%"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\033[K"), std::string::npos) << "the bar's line is cleared at the end: " << shown;
+  // --quiet: no bar and no summary lines.
+  const std::string quiet = on_a_terminal(join + "t2 --quiet", "MGJOIN_TEST_PROGRESS_AFTER_MS=0 ");
+  EXPECT_EQ(quiet.find("%"), std::string::npos) << quiet;
+  EXPECT_EQ(quiet.find("mgjoin:"), std::string::npos) << quiet;
+  // A join shorter than a second leaves no bar.
+  const std::string short_join = on_a_terminal(join + "t3");
+  EXPECT_EQ(short_join.find("%"), std::string::npos) << short_join;
+  EXPECT_NE(short_join.find("mgjoin: executor"), std::string::npos) << short_join;
+  // Not a terminal: no bar whatever the time.
+  const CliResult piped = mgjoin(join + "t4", "MGJOIN_TEST_PROGRESS_AFTER_MS=0 ");
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("%"), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.err.find('\r'), std::string::npos) << piped.err;
 }
 
 }  // namespace
