@@ -229,7 +229,7 @@ void inspect(ColumnSource& column) {
   }
 }
 
-/// Every column's file, the lengths and the key types, before gigabytes are read.
+/// Every column's file and the lengths, before gigabytes are read.
 void check_table_files(TableSource& t) {
   for (ColumnSource& c : t.columns) inspect(c);
   const ColumnSource& first = t.columns.front();
@@ -238,35 +238,16 @@ void check_table_files(TableSource& t) {
                                                              std::to_string(c.info.size) + " rows, but " +
                                                              first.path.string() + " has " +
                                                              std::to_string(first.info.size));
-  for (const std::string& k : t.key) {
-    const ColumnSource& c = *t.find(k);
-    MGJOIN_INPUT_EXPECTS(is_integer_dtype(c.info.type), c.option + " " + c.path.string() + ": " +
-                                                            std::string(dtype_name(c.info.type)) +
-                                                            " is not a key type (keys are integer columns)");
-  }
 }
 
-void check_keys_comparable(const TableSource& r, const TableSource& s) {
-  MGJOIN_INPUT_EXPECTS(r.key.size() == s.key.size(), "R's key has " + std::to_string(r.key.size()) +
-                                                         " columns but S's key has " + std::to_string(s.key.size()));
-  for (std::size_t i = 0; i < r.key.size(); ++i) {
-    const ColumnSource &a = *r.find(r.key[i]), &b = *s.find(s.key[i]);
-    MGJOIN_INPUT_EXPECTS(a.info.type == b.info.type, "key types differ: " + a.path.string() + " is " +
-                                                         std::string(dtype_name(a.info.type)) + ", " +
-                                                         b.path.string() + " is " + std::string(dtype_name(b.info.type)));
-  }
-  // join_tables checks this too (naming TableJoinOptions::left_on, which reads as --r-key), but only once
-  // the columns are read: here it fails before.
-  std::size_t bytes = 0;
-  std::string names, listed;
-  for (const std::string& k : r.key) {
-    const DType type = r.find(k)->info.type;
-    bytes += dtype_size(type);
-    (names += names.empty() ? "" : ",") += k;
-    (listed += listed.empty() ? "" : ", ") += k + " (" + std::string(dtype_name(type)) + ")";
-  }
-  MGJOIN_INPUT_EXPECTS(bytes <= 8, "--r-key " + names + ": the key columns " + listed + " add up to " +
-                                       std::to_string(bytes) + " bytes: a composite key is at most 8 bytes");
+/// The key columns' types, before the files are read: the library's rules (check_key_types).
+void check_key_files(const TableSource& r, const TableSource& s, const TableJoinOptions& o) {
+  const auto types = [](const TableSource& t) {
+    std::vector<DType> out;
+    for (const std::string& k : t.key) out.push_back(t.find(k)->info.type);
+    return out;
+  };
+  check_key_types(types(r), types(s), o);
 }
 
 /// The columns a join reads: the key columns and, with `payloads`, the chosen (or all) others.
@@ -349,8 +330,7 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
   return j;
 }
 
-/// Both input tables, resolved from the options and checked (headers, lengths, key types) before any
-/// data is read.
+/// Both input tables, resolved from the options and checked (headers, lengths) before any data is read.
 std::pair<TableSource, TableSource> resolve_inputs(const JoinArgs& a) {
   const auto type = parse_type_option(a.type, "--type");
   const auto r_type = parse_type_option(a.r_type, "--r-type");
@@ -363,7 +343,6 @@ std::pair<TableSource, TableSource> resolve_inputs(const JoinArgs& a) {
                                 first_of({s_payload_type, s_type, type}));
   check_table_files(r);
   check_table_files(s);
-  check_keys_comparable(r, s);
   return {std::move(r), std::move(s)};
 }
 
@@ -417,6 +396,7 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   if (!a.out_dir.empty()) check_out_dir(a, r_src, s_src);
   RankJoinRequest q;
   q.options = join_options(a, form, r_src, s_src);
+  check_key_files(r_src, s_src, q.options);
   q.options.join.progress = {};  // one bar per rank would interleave; rank 0 prints the summary
   const bool payloads = form == TableOutput::Columns;
   q.left = rank_columns(r_src, payloads);
@@ -446,6 +426,7 @@ void run_join(const JoinArgs& args) {
   // Everything that can be checked cheaply is checked before reading gigabytes.
   const auto [r_src, s_src] = resolve_inputs(args);
   const TableJoinOptions options = join_options(args, form, r_src, s_src);
+  check_key_files(r_src, s_src, options);
   const fs::path out_dir = args.out_dir;
   if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
 

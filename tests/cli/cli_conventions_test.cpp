@@ -1,7 +1,7 @@
 // The CLI's conventions (issue 45, item 5): every bad invocation exits 2 with one line; under --json
 // every failure is also JSON on stdout; `generate` refuses a directory that holds a table without
 // --overwrite; --on names the key of both tables; a progress bar only on a terminal, after a second, and
-// never with --quiet.
+// never with --quiet; keys of other widths and kinds join by value from the files too.
 #include <mgjoin/io.hpp>
 
 #include "cli_test_util.hpp"
@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <tuple>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,33 @@ TEST_F(CliConventions, AProgressBarOnlyOnATerminal) {
   ASSERT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(piped.err.find("%"), std::string::npos) << piped.err;
   EXPECT_EQ(piped.err.find('\r'), std::string::npos) << piped.err;
+}
+
+/// Keys of other widths, signedness and kinds join by value from the files (the library's rules; its
+/// results are checked in tests/table), with the output key in the type that holds both sides.
+TEST_F(CliConventions, KeysOfOtherTypesJoinByValue) {
+  write_values<std::int64_t>(dir() / "b/k64.npy", DType::Int64, {2, 2, 4});
+  write_values<std::uint32_t>(dir() / "b/u.npy", DType::UInt32, {2, 4000000000u, 3});
+  const CliResult widths = mgjoin("join --r-dir a --s-dir b --r-key k --s-key k64 --gpus 0 --how full --out-dir o1");
+  ASSERT_EQ(widths.exit_code, 0) << widths.err;
+  const auto key = read_values<std::int64_t>(dir() / "o1/key.npy");
+  EXPECT_EQ(read_column(dir() / "o1/key.npy").type(), DType::Int64);
+  EXPECT_EQ(key, (std::vector<std::int64_t>{2, 2, 2, 2, 1, 3, 4}));  // the pairs, then R's and S's rows alone
+  EXPECT_EQ(mgjoin("join --r-dir a --s-dir b --r-key k --s-key u --gpus 0 --count").out, "3\n");
+
+  std::filesystem::create_directories(dir() / "f");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  write_values<double>(dir() / "f/k.npy", DType::Float64, {0.0, nan, 1.5});
+  write_values<float>(dir() / "f/k32.npy", DType::Float32, {-0.0f, std::numeric_limits<float>::quiet_NaN(), 2.5f});
+  const CliResult floats = mgjoin("join --r-dir f --s-dir f --r-key k --s-key k32 --gpus 0 --output maps --out-dir o2");
+  ASSERT_EQ(floats.exit_code, 0) << floats.err;
+  EXPECT_EQ(read_values<std::int64_t>(dir() / "o2/r.row.npy"), (std::vector<std::int64_t>{0, 1}));  // 0.0 = -0.0, NaN = NaN
+  EXPECT_EQ(read_values<std::int64_t>(dir() / "o2/s.row.npy"), (std::vector<std::int64_t>{0, 1}));
+
+  write_values<std::uint64_t>(dir() / "b/big.npy", DType::UInt64, {2, 2, 18446744073709551615ull});
+  expect_bad_invocation("join --r-dir a --s-dir b --r-key k --s-key big --gpus 0 --how full --out-dir o3", "full outer");
+  EXPECT_FALSE(std::filesystem::exists(dir() / "o3")) << "refused before any output";
+  EXPECT_EQ(mgjoin("join --r-dir a --s-dir b --r-key k --s-key big --gpus 0 --how full --count").out, "7\n");
 }
 
 }  // namespace

@@ -77,7 +77,8 @@ TEST_F(CliTables, ErrorsNameTheFlagsNotTheLibraryFields) {
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {"join --r-dir a --s-dir b --r-key k,k --s-key k,k --gpus 0 --count", "--r-key names 'k' twice"},
            {join_ab("--r-columns p,p --out-dir out"), "--r-columns names 'p' twice"},
-           {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "R's key has 1 columns but S's key has 2"},
+           {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "--s-key names 'k' twice"},
+           {"join --r-dir a --s-dir b --r-key k,p --s-key k --gpus 0 --count", "R's key has 2 columns but S's key has 1"},
            {"join --r-dir a --s-dir a --r-key k,p,k2 --s-key k,p,k2 --gpus 0 --count",
             "--r-key k,p,k2: the key columns k (int32), p (int16), k2 (int32) add up to 10 bytes: a composite key is at "
             "most 8 bytes"},
