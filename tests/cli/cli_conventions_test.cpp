@@ -13,37 +13,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <tuple>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace mgjoin::test {
 namespace {
 
-template <class T>
-void write_values(const std::filesystem::path& path, DType type, const std::vector<T>& values) {
-  write_column(path, ColumnView{values.data(), static_cast<std::int64_t>(values.size()), type});
-}
-
-template <class T>
-std::vector<T> read_values(const std::filesystem::path& path) {
-  const HostColumn c = read_column(path);
-  return std::vector<T>(c.as<T>(), c.as<T>() + c.size());
-}
-
-class CliConventions : public CliTest {
+class CliConventions : public TwoTablesCliTest {
  protected:
-  void SetUp() override {
-    CliTest::SetUp();
-    std::filesystem::create_directories(dir() / "a");
-    std::filesystem::create_directories(dir() / "b");
-    write_values<std::int32_t>(dir() / "a/k.npy", DType::Int32, {1, 2, 2, 3});
-    write_values<std::int16_t>(dir() / "a/p.npy", DType::Int16, {10, 20, 21, 30});
-    write_values<std::int32_t>(dir() / "b/k.npy", DType::Int32, {2, 2, 4});
-    write_values<double>(dir() / "b/w.npy", DType::Float64, {1.5, 2.5, 4.5});
-  }
-
   /// Expects exit status 2, one stderr line "mgjoin: error: ..." holding `needle`, and nothing on stdout.
   void expect_bad_invocation(const std::string& args, const std::string& needle) {
     const CliResult r = mgjoin(args);

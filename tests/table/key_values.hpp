@@ -4,12 +4,15 @@
 // such keys, and the check of join_tables' results against the reference. The reference reads each key
 // value as an exact number — an integer as Int128, a float as a double (a float32 widens exactly) with
 // -0.0 as 0.0 and every NaN as one value equal to itself (DuckDB's semantics), a bool as 0 or 1 — and
-// looks each left key up in a std::map of the right rows. Nothing here calls the engine.
+// joins by the suites' reference (reference_rows_by). Nothing here calls the engine.
 #include <mgjoin/engine.hpp>
+#include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
 
-#include "table/table_reference.hpp"
-#include "table/table_test_util.hpp"
+#include "common/reference_join.hpp"
+#include "table/table_inputs.hpp"
+#include "table/table_names.hpp"
+#include "table/test_tables.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,11 +20,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <optional>
 #include <stdexcept>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mgjoin::test {
@@ -73,37 +75,11 @@ inline ValueTuple value_tuple(const TableView& t, const std::vector<std::string>
   return k;
 }
 
-/// The rows of `kind` when keys compare by value: the pairs (left order, then right order), then the
-/// unmatched left rows, then the unmatched right rows (semi and anti joins: left rows, -1).
+/// The rows of `kind` when keys compare by value (reference_rows_by's order).
 inline std::vector<RowPair> reference_by_value(const TableView& left, const TableView& right,
                                                const std::vector<std::string>& left_on,
                                                const std::vector<std::string>& right_on, JoinKind kind) {
-  std::map<ValueTuple, std::vector<std::int64_t>> right_by_key;
-  const std::int64_t n_left = table_rows(left), n_right = table_rows(right);
-  for (std::int64_t j = 0; j < n_right; ++j) right_by_key[value_tuple(right, right_on, j)].push_back(j);
-  std::vector<RowPair> pairs, left_only, right_only;
-  std::vector<bool> right_matched(static_cast<std::size_t>(n_right), false);
-  for (std::int64_t i = 0; i < n_left; ++i) {
-    const auto it = right_by_key.find(value_tuple(left, left_on, i));
-    if (kind == JoinKind::LeftSemi || kind == JoinKind::LeftAnti) {
-      if ((it != right_by_key.end()) == (kind == JoinKind::LeftSemi)) pairs.push_back({i, -1});
-      continue;
-    }
-    if (it == right_by_key.end()) {
-      left_only.push_back({i, -1});
-      continue;
-    }
-    for (const std::int64_t j : it->second) {
-      pairs.push_back({i, j});
-      right_matched[static_cast<std::size_t>(j)] = true;
-    }
-  }
-  for (std::int64_t j = 0; j < n_right; ++j)
-    if (!right_matched[static_cast<std::size_t>(j)]) right_only.push_back({-1, j});
-  std::vector<RowPair> out = pairs;
-  if (kind == JoinKind::LeftOuter || kind == JoinKind::FullOuter) out.insert(out.end(), left_only.begin(), left_only.end());
-  if (kind == JoinKind::RightOuter || kind == JoinKind::FullOuter) out.insert(out.end(), right_only.begin(), right_only.end());
-  return out;
+  return reference_rows_by<ValueTuple>(left, right, left_on, right_on, kind, value_tuple);
 }
 
 // ------------------------------------------------------------------------------------ key values
@@ -202,8 +178,8 @@ inline TableInput tables_by_value(const KeyTypePair& types, std::int64_t left_ro
   TableInput in;
   in.shape = types.label() + " (" + std::to_string(left_rows) + " x " + std::to_string(right_rows) + " rows)";
   for (std::size_t i = 0; i < types.left.size(); ++i) {
-    in.left_on.push_back("l" + std::to_string(i));
-    in.right_on.push_back("r" + std::to_string(i));
+    in.left_on.push_back(std::string(1, 'l').append(std::to_string(i)));  // not "l" + ...: GCC 12 warns
+    in.right_on.push_back(std::string(1, 'r').append(std::to_string(i)));
     in.left.columns.push_back(random_key_column(in.left_on.back(), types.left[i], left_rows, rng));
     in.right.columns.push_back(random_key_column(in.right_on.back(), types.right[i], right_rows, rng));
   }
