@@ -98,15 +98,14 @@ Received shuffle_table(const Comm& c, const std::vector<NamedColumnView>& column
 }
 
 /// The key every rank samples and routes by (table::sort_key's order): the key column itself where it
-/// is one column of a key type (the host only reads it: nothing copied, nothing pinned), else the key
-/// columns packed.
+/// is used as it is (the host only reads it: nothing copied, nothing pinned), else the key encoded.
 struct RoutingKey {
   HostColumn packed;
   ColumnView view;
 };
 
 RoutingKey routing_key(const table::KeyColumns& key, std::int64_t rows) {
-  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) return {HostColumn{}, key.columns[0]};
+  if (key.as_is()) return {HostColumn{}, key.columns[0]};
   RoutingKey k{table::sort_key(key, rows), {}};
   k.view = k.packed.view();
   return k;
@@ -127,7 +126,7 @@ void to_global_rows(HostColumn& map, const HostColumn& global) {
 /// 8-byte payload column a side that are not late by request (std::nullopt for any other join).
 std::optional<std::pair<RelationView, RelationView>> carried(const table::JoinColumns& cols, const TableJoinOptions& o) {
   const bool count = o.output == TableOutput::Count;
-  const auto one_key = [](const table::KeyColumns& k) { return k.columns.size() == 1 && is_key_dtype(k.columns[0].type); };
+  const auto one_key = [](const table::KeyColumns& k) { return k.as_is(); };
   const auto carries = [&](const std::vector<NamedColumnView>& c) {
     return count || c.empty() || (c.size() == 1 && (dtype_size(c[0].column.type) == 4 || dtype_size(c[0].column.type) == 8));
   };

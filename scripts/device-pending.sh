@@ -165,7 +165,7 @@ ranks_cases() {  # data directory
 
 group_ranks_bench() {
   local data=${MGJOIN_PENDING_DATA:-/tmp/mgjoin-ranks}
-  step ranks-generate "$B/mgjoin" generate --workload B --scale "${MGJOIN_PENDING_SCALE:-0.25}" --out-dir "$data"
+  step ranks-generate "$B/mgjoin" generate --workload B --scale "${MGJOIN_PENDING_SCALE:-0.25}" --out-dir "$data" --overwrite
   step ranks-bench ranks_cases "$data"
 }
 

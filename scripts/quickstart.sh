@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
 scripts/install-deps.sh
 MGJOIN_BUILD_TARGETS=mgjoin scripts/build.sh
-./build/mgjoin generate --workload B --scale 0.01 --out-dir out/demo
+./build/mgjoin generate --workload B --scale 0.01 --out-dir out/demo --overwrite
 ./build/mgjoin join --r-dir out/demo --s-dir out/demo --count

@@ -1,6 +1,6 @@
 #pragma once
 // Option parsing shared by the subcommands (generate, join, bench): byte sizes with suffixes,
-// workload options, and a progress line for terminals. Errors are one-line InputErrors naming the option.
+// workload options, and a progress bar for terminals. Errors are one-line InputErrors naming the option.
 #include "core/byte_size.hpp"
 
 #include <mgjoin/error.hpp>
@@ -10,12 +10,15 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace mgjoin::cli {
@@ -92,22 +95,66 @@ struct WorkloadOptions {
   }
 };
 
-/// A progress callback that redraws one stderr line ("mgjoin: generate  42%") at most 10 times a
-/// second, or an empty callback when stderr is not a terminal (logs stay clean).
-inline ProgressCallback terminal_progress() {
-  if (!::isatty(STDERR_FILENO)) return {};
-  struct State {
-    std::chrono::steady_clock::time_point last{};
-  };
-  auto state = std::make_shared<State>();
-  return [state](const std::string& phase, double fraction) {
-    const auto now = std::chrono::steady_clock::now();
-    if (fraction < 1 && now - state->last < std::chrono::milliseconds(100)) return;
-    state->last = now;
-    std::fprintf(stderr, "\rmgjoin: %-12s %3d%%%s", phase.c_str(), static_cast<int>(fraction * 100),
-                 fraction >= 1 ? "\n" : "");
+/// Whether a command draws a progress bar: only on a terminal (stderr), so that logs stay clean, and
+/// not with --quiet.
+inline bool progress_wanted(bool quiet) { return !quiet && ::isatty(STDERR_FILENO) == 1; }
+
+/// The progress bar of one command on stderr ("mgjoin: sort         [#######.......]  52%  3.1 s"): one
+/// line, drawn only once the command has run a second (a short join leaves no trace), redrawn at most ten
+/// times a second, and cleared when the command ends. MGJOIN_TEST_PROGRESS_AFTER_MS replaces the second
+/// (a test hook).
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : state_(std::make_shared<State>()) {
+    state_->enabled = enabled;
+    state_->start = std::chrono::steady_clock::now();
+    if (const char* after = std::getenv("MGJOIN_TEST_PROGRESS_AFTER_MS"))
+      state_->after = std::chrono::milliseconds(std::atoll(after));
+  }
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar() { clear(); }
+
+  /// The engine's progress callback; empty (no reports at all) when the bar is off.
+  ProgressCallback callback() const {
+    if (!state_->enabled) return {};
+    return [state = state_](const std::string& phase, double fraction) { state->draw(phase, fraction); };
+  }
+
+  /// Removes the bar's line, if drawn, so that what follows starts on a clean line.
+  void clear() {
+    const std::lock_guard lock(state_->mutex);
+    if (!state_->drawn) return;
+    std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);
+    state_->drawn = false;
+  }
+
+ private:
+  struct State {
+    bool enabled = false, drawn = false;
+    std::chrono::milliseconds after{1000};
+    std::chrono::steady_clock::time_point start, last{};
+
+    std::mutex mutex;  // a join may report from more than one thread
+
+    void draw(const std::string& phase, double fraction) {
+      const std::lock_guard lock(mutex);
+      const auto now = std::chrono::steady_clock::now();
+      if (now - start < after || (drawn && now - last < std::chrono::milliseconds(100))) return;
+      last = now;
+      drawn = true;
+      constexpr int kWidth = 24;
+      const double f = std::clamp(fraction, 0.0, 1.0);
+      const int filled = static_cast<int>(f * kWidth);
+      const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
+                              std::string(static_cast<std::size_t>(kWidth - filled), '.');
+      std::fprintf(stderr, "\rmgjoin: %-12s [%s] %3d%%  %.1f s\033[K", phase.c_str(), bar.c_str(),
+                   static_cast<int>(f * 100), std::chrono::duration<double>(now - start).count());
+      std::fflush(stderr);
+    }
   };
-}
+  std::shared_ptr<State> state_;
+};
 
 }  // namespace mgjoin::cli

@@ -391,7 +391,7 @@ void add_bench_command(CLI::App& app) {
     JoinOptions options;
     a.engine.apply(options);
     options.output = out->second;
-    options.progress = with_test_interrupt(a.json ? ProgressCallback{} : terminal_progress());
+    options.progress = with_test_interrupt({});  // the timed runs draw nothing
     options.cancel = &interrupt_flag();
     // The table options are checked here, before gigabytes are generated.
     std::optional<TableJoinOptions> table_options;
@@ -405,7 +405,10 @@ void add_bench_command(CLI::App& app) {
     MGJOIN_INPUT_EXPECTS(shape.r_rows > 0 && shape.s_rows > 0,
                          "--scale " + number_text(spec.scale) + ": gives an empty relation; bench needs rows to join");
     const bool use_gpus = (options.gpus != 0 || !options.gpu_ids.empty()) && gpu::device_count() > 0;
-    GeneratedWorkload w = a.workload.generate(use_gpus ? MemoryKind::Pinned : MemoryKind::Pageable, options.progress);
+    ProgressBar bar(progress_wanted(a.json));
+    GeneratedWorkload w = a.workload.generate(use_gpus ? MemoryKind::Pinned : MemoryKind::Pageable,
+                                              with_test_interrupt(bar.callback()));
+    bar.clear();
     Pristine pristine(spec, w, a.warmup + a.repeat > 1 || a.verify);
     report(a, shape, run_bench(a, options, table_options, use_gpus, w, pristine));
   });

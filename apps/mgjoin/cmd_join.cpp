@@ -35,10 +35,10 @@ using timing::Clock;
 using timing::seconds_since;
 
 struct JoinArgs {
-  std::string r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
+  std::string on, r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
   std::string r_columns, s_columns, how = "inner", output, gather_on = "auto", rank_exchange = "auto";
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
-  bool count_only = false, json = false, overwrite = false;
+  bool count_only = false, json = false, overwrite = false, quiet = false;
   EngineFlags engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
 };
 
@@ -134,9 +134,10 @@ std::string column_list(const TableSource& t) {
 
 /// --r-dir DIR: every .npy file of DIR is a column (`mgjoin generate`'s layout, r_key.npy and
 /// r_payload.npy beside S's files, reads as the columns key and payload; a table in parts, by its
-/// manifest.json); the key is --r-key's names, or the column named key.
-TableSource table_from_dir(const std::string& side, const std::string& dir, const std::string& key_names) {
-  const std::string dir_opt = "--" + side + "-dir", key_opt = "--" + side + "-key";
+/// manifest.json); the key is the names of `key_opt` (--r-key or --on), or the column named key.
+TableSource table_from_dir(const std::string& side, const std::string& dir, const std::string& key_names,
+                           const std::string& key_opt) {
+  const std::string dir_opt = "--" + side + "-dir";
   const fs::path d = dir;
   MGJOIN_INPUT_EXPECTS(fs::is_directory(d), dir_opt + " " + dir + ": no such directory");
   TableSource t;
@@ -174,11 +175,11 @@ TableSource table_from_dir(const std::string& side, const std::string& dir, cons
 }
 
 /// --r-key FILE [--r-payload FILE]: the columns key and payload.
-TableSource table_from_files(const std::string& side, const std::string& key, const std::string& payload,
-                             std::optional<DType> key_type, std::optional<DType> payload_type) {
+TableSource table_from_files(const std::string& side, const std::string& key, const std::string& key_opt,
+                             const std::string& payload, std::optional<DType> key_type, std::optional<DType> payload_type) {
   const std::string types = "--" + side + "-type or --type";
   TableSource t;
-  t.columns.push_back({"key", "--" + side + "-key", key, key_type, types, {}, {}});
+  t.columns.push_back({"key", key_opt, key, key_type, types, {}, {}});
   if (!payload.empty())
     t.columns.push_back(
         {"payload", "--" + side + "-payload", payload, payload_type, "--" + side + "-payload-type, " + types, {}, {}});
@@ -186,15 +187,19 @@ TableSource table_from_files(const std::string& side, const std::string& key, co
   return t;
 }
 
-TableSource resolve_table(char side_char, const std::string& key, const std::string& payload, const std::string& dir,
-                          const std::string& columns, std::optional<DType> key_type, std::optional<DType> payload_type) {
+/// One side's table from its options; `on` (--on) names the key instead of --r-key / --s-key.
+TableSource resolve_table(char side_char, const std::string& on, const std::string& key, const std::string& payload,
+                          const std::string& dir, const std::string& columns, std::optional<DType> key_type,
+                          std::optional<DType> payload_type) {
   const std::string side(1, side_char);
-  const std::string key_opt = "--" + side + "-key", payload_opt = "--" + side + "-payload", dir_opt = "--" + side + "-dir";
-  MGJOIN_INPUT_EXPECTS(!(dir.empty() && key.empty()), key_opt + " or " + dir_opt + " is required");
+  const std::string key_opt = on.empty() ? "--" + side + "-key" : "--on";
+  const std::string payload_opt = "--" + side + "-payload", dir_opt = "--" + side + "-dir";
+  const std::string& key_names = on.empty() ? key : on;
+  MGJOIN_INPUT_EXPECTS(!(dir.empty() && key_names.empty()), "--" + side + "-key or " + dir_opt + " is required");
   MGJOIN_INPUT_EXPECTS(dir.empty() || payload.empty(), dir_opt + " excludes " + payload_opt +
                                                            " (with " + dir_opt + ", " + key_opt + " names key columns)");
-  TableSource t = dir.empty() ? table_from_files(side, key, payload, key_type, payload_type)
-                              : table_from_dir(side, dir, key);
+  TableSource t = dir.empty() ? table_from_files(side, key_names, key_opt, payload, key_type, payload_type)
+                              : table_from_dir(side, dir, key_names, key_opt);
   if (!columns.empty()) {
     t.chosen = split_names(columns, "--" + side + "-columns");
     for (const std::string& c : *t.chosen)
@@ -224,7 +229,7 @@ void inspect(ColumnSource& column) {
   }
 }
 
-/// Every column's file, the lengths and the key types, before gigabytes are read.
+/// Every column's file and the lengths, before gigabytes are read.
 void check_table_files(TableSource& t) {
   for (ColumnSource& c : t.columns) inspect(c);
   const ColumnSource& first = t.columns.front();
@@ -233,35 +238,16 @@ void check_table_files(TableSource& t) {
                                                              std::to_string(c.info.size) + " rows, but " +
                                                              first.path.string() + " has " +
                                                              std::to_string(first.info.size));
-  for (const std::string& k : t.key) {
-    const ColumnSource& c = *t.find(k);
-    MGJOIN_INPUT_EXPECTS(is_integer_dtype(c.info.type), c.option + " " + c.path.string() + ": " +
-                                                            std::string(dtype_name(c.info.type)) +
-                                                            " is not a key type (keys are integer columns)");
-  }
 }
 
-void check_keys_comparable(const TableSource& r, const TableSource& s) {
-  MGJOIN_INPUT_EXPECTS(r.key.size() == s.key.size(), "R's key has " + std::to_string(r.key.size()) +
-                                                         " columns but S's key has " + std::to_string(s.key.size()));
-  for (std::size_t i = 0; i < r.key.size(); ++i) {
-    const ColumnSource &a = *r.find(r.key[i]), &b = *s.find(s.key[i]);
-    MGJOIN_INPUT_EXPECTS(a.info.type == b.info.type, "key types differ: " + a.path.string() + " is " +
-                                                         std::string(dtype_name(a.info.type)) + ", " +
-                                                         b.path.string() + " is " + std::string(dtype_name(b.info.type)));
-  }
-  // join_tables checks this too (naming TableJoinOptions::left_on, which reads as --r-key), but only once
-  // the columns are read: here it fails before.
-  std::size_t bytes = 0;
-  std::string names, listed;
-  for (const std::string& k : r.key) {
-    const DType type = r.find(k)->info.type;
-    bytes += dtype_size(type);
-    (names += names.empty() ? "" : ",") += k;
-    (listed += listed.empty() ? "" : ", ") += k + " (" + std::string(dtype_name(type)) + ")";
-  }
-  MGJOIN_INPUT_EXPECTS(bytes <= 8, "--r-key " + names + ": the key columns " + listed + " add up to " +
-                                       std::to_string(bytes) + " bytes: a composite key is at most 8 bytes");
+/// The key columns' types, before the files are read: the library's rules (check_key_types).
+void check_key_files(const TableSource& r, const TableSource& s, const TableJoinOptions& o) {
+  const auto types = [](const TableSource& t) {
+    std::vector<DType> out;
+    for (const std::string& k : t.key) out.push_back(t.find(k)->info.type);
+    return out;
+  };
+  check_key_types(types(r), types(s), o);
 }
 
 /// The columns a join reads: the key columns and, with `payloads`, the chosen (or all) others.
@@ -314,7 +300,6 @@ TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const Tabl
     if (outputs_right_columns(o.how)) o.right_columns = s.chosen;
   }
   o.may_reorder_inputs = true;  // the columns are the CLI's own copies of the files
-  o.join.progress = with_test_interrupt(terminal_progress());
   o.join.cancel = &interrupt_flag();
   return o;
 }
@@ -345,21 +330,19 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
   return j;
 }
 
-/// Both input tables, resolved from the options and checked (headers, lengths, key types) before any
-/// data is read.
+/// Both input tables, resolved from the options and checked (headers, lengths) before any data is read.
 std::pair<TableSource, TableSource> resolve_inputs(const JoinArgs& a) {
   const auto type = parse_type_option(a.type, "--type");
   const auto r_type = parse_type_option(a.r_type, "--r-type");
   const auto s_type = parse_type_option(a.s_type, "--s-type");
   const auto r_payload_type = parse_type_option(a.r_payload_type, "--r-payload-type");
   const auto s_payload_type = parse_type_option(a.s_payload_type, "--s-payload-type");
-  TableSource r = resolve_table('r', a.r_key, a.r_payload, a.r_dir, a.r_columns, first_of({r_type, type}),
+  TableSource r = resolve_table('r', a.on, a.r_key, a.r_payload, a.r_dir, a.r_columns, first_of({r_type, type}),
                                 first_of({r_payload_type, r_type, type}));
-  TableSource s = resolve_table('s', a.s_key, a.s_payload, a.s_dir, a.s_columns, first_of({s_type, type}),
+  TableSource s = resolve_table('s', a.on, a.s_key, a.s_payload, a.s_dir, a.s_columns, first_of({s_type, type}),
                                 first_of({s_payload_type, s_type, type}));
   check_table_files(r);
   check_table_files(s);
-  check_keys_comparable(r, s);
   return {std::move(r), std::move(s)};
 }
 
@@ -413,6 +396,7 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   if (!a.out_dir.empty()) check_out_dir(a, r_src, s_src);
   RankJoinRequest q;
   q.options = join_options(a, form, r_src, s_src);
+  check_key_files(r_src, s_src, q.options);
   q.options.join.progress = {};  // one bar per rank would interleave; rank 0 prints the summary
   const bool payloads = form == TableOutput::Columns;
   q.left = rank_columns(r_src, payloads);
@@ -442,6 +426,7 @@ void run_join(const JoinArgs& args) {
   // Everything that can be checked cheaply is checked before reading gigabytes.
   const auto [r_src, s_src] = resolve_inputs(args);
   const TableJoinOptions options = join_options(args, form, r_src, s_src);
+  check_key_files(r_src, s_src, options);
   const fs::path out_dir = args.out_dir;
   if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
 
@@ -456,13 +441,21 @@ void run_join(const JoinArgs& args) {
   const double read_s = seconds_since(t_read);
   throw_if_interrupted();
 
-  const TableJoinResult result = join_tables(r.view, s.view, options);
+  TableJoinResult result;
+  {
+    ProgressBar bar(progress_wanted(args.quiet));
+    TableJoinOptions with_bar = options;
+    with_bar.join.progress = with_test_interrupt(bar.callback());
+    result = join_tables(r.view, s.view, with_bar);
+  }
   std::string note = args.engine.gpus < 0 && !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "";
   if (!gpus_used && args.engine.strategy != "auto")
     note += " (--strategy " + args.engine.strategy + " chooses between the GPU flows: the CPU path has one)";
-  std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.join.executor.c_str(), note.c_str());
-  if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.join.strategy_reason.c_str());
-  if (gpus_used && !result.gathers.empty()) std::fprintf(stderr, "mgjoin: %s\n", result.gathers.c_str());
+  if (!args.quiet) {
+    std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.join.executor.c_str(), note.c_str());
+    if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.join.strategy_reason.c_str());
+    if (gpus_used && !result.gathers.empty()) std::fprintf(stderr, "mgjoin: %s\n", result.gathers.c_str());
+  }
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
@@ -473,7 +466,7 @@ void run_join(const JoinArgs& args) {
     std::printf("%s\n", summary(result, args, r.view, s.view, read_s, write_s, outputs).dump(2).c_str());
   } else if (!writes) {
     std::printf("%llu\n", static_cast<unsigned long long>(result.count));
-  } else {
+  } else if (!args.quiet) {
     std::fprintf(stderr, "mgjoin: %llu rows joined (%s) in %.3f s (read %.3f s, write %.3f s) into %s\n",
                  static_cast<unsigned long long>(result.count), join_kind_name(options.how), result.seconds, read_s,
                  write_s, out_dir.c_str());
@@ -485,11 +478,14 @@ void run_join(const JoinArgs& args) {
 void add_join_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("join", "equi-join of two tables of column files (.npy or raw): any kind, key or maps");
   auto a = std::make_shared<JoinArgs>();
-  cmd->add_option("--r-key", a->r_key,
-                  "R's key: a column file (.npy, or raw with --type); with --r-dir, the key column name(s), "
-                  "comma-separated for a composite key (default: key)");
+  auto* r_key = cmd->add_option("--r-key", a->r_key,
+                                "R's key: a column file (.npy, or raw with --type); with --r-dir, the key column "
+                                "name(s), comma-separated for a composite key (default: key)");
   cmd->add_option("--r-payload", a->r_payload, "R payload column file (optional; not with --r-dir)");
-  cmd->add_option("--s-key", a->s_key, "S's key, as --r-key");
+  auto* s_key = cmd->add_option("--s-key", a->s_key, "S's key, as --r-key");
+  cmd->add_option("--on", a->on, "the key column name(s) of both tables: --r-key NAME --s-key NAME")
+      ->excludes(r_key)
+      ->excludes(s_key);
   cmd->add_option("--s-payload", a->s_payload, "S payload column file (optional; not with --s-dir)");
   cmd->add_option("--r-dir", a->r_dir,
                   "directory whose .npy files are R's columns, each named by its file stem (mgjoin generate's "
@@ -520,7 +516,9 @@ void add_join_command(CLI::App& app) {
   cmd->add_flag("--overwrite", a->overwrite,
                 "replace the table (.npy files, or manifest.json and part-N folders) an earlier run left in --out-dir");
   cmd->add_flag("--count", a->count_only, "print only the number of output rows (--output count)");
-  cmd->add_flag("--json", a->json, "print a JSON summary (count, seconds, executor, phases, output files)");
+  cmd->add_flag("--json", a->json,
+                "print a JSON summary (count, seconds, executor, phases, output files); errors as {\"error\": ...}");
+  cmd->add_flag("-q,--quiet", a->quiet, "no progress bar and no summary lines on stderr (errors still print)");
   a->engine.add_to(*cmd);
   cmd->callback([a] { run_join(*a); });
 }

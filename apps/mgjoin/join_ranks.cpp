@@ -1,6 +1,7 @@
 #include "join_ranks.hpp"
 
 #include "commands.hpp"
+#include "failure.hpp"
 #include "interrupt.hpp"
 #include "join_outputs.hpp"
 
@@ -124,13 +125,15 @@ void test_kill_point(int rank, const char* step) {
 [[noreturn]] void fail(const dist::RankError& e, int rank) {
   if (rank == 0) {
     if (e.kind() == dist::RankError::Kind::Cancelled)
-      std::fprintf(stderr, "\nmgjoin: interrupted: stopped cleanly, no output was committed (%s)\n", e.what());
+      report_failure("interrupted", std::string("stopped cleanly, no output was committed (") + e.what() + ")",
+                     /*own_line=*/true);
     else
-      std::fprintf(stderr, "mgjoin: error: %s\n", in_cli_words(e.what()).c_str());
-    std::fflush(stderr);
+      report_failure("error", in_cli_words(e.what()));
   }
   MPI_Finalize();
-  std::exit(e.kind() == dist::RankError::Kind::Input ? 2 : e.kind() == dist::RankError::Kind::Cancelled ? kInterruptedExit : 1);
+  std::exit(e.kind() == dist::RankError::Kind::Input       ? kBadInputExit
+            : e.kind() == dist::RankError::Kind::Cancelled ? kInterruptedExit
+                                                           : 1);
 }
 
 double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {

@@ -1,5 +1,6 @@
 // mgjoin: multi-GPU out-of-core sort-merge join. See README.md and docs/CLI.md.
 #include "commands.hpp"
+#include "failure.hpp"
 #include "interrupt.hpp"
 
 #include <mgjoin/error.hpp>
@@ -21,40 +22,61 @@ std::string in_cli_words(std::string message) {
       {"ask for the paper flow", "use --strategy paper"},
       {"TableJoinOptions::left_on", "--r-key"},                {"TableJoinOptions::right_on", "--s-key"},
       {"TableJoinOptions::left_columns", "--r-columns"},       {"TableJoinOptions::right_columns", "--s-columns"},
-      {"left table", "R"},                                     {"right table", "S"}};
+      {"left table", "R"},                                     {"right table", "S"},
+      {"the left key", "R's key"},                             {"the right key", "S's key"}};
   for (const auto& [field, flag] : fields)
     for (auto at = message.find(field); at != std::string::npos; at = message.find(field, at))
       message.replace(at, std::string(field).size(), flag);
   return message;
 }
 
+namespace {
+
+/// A first argument that names no command is refused by its name (CLI11 would say "A subcommand is
+/// required"). @throw InputError listing the commands.
+void check_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return;
+  const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
+  std::string names;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    if (commands[i]->get_name() == argv[1]) return;
+    if (i > 0) names += i + 1 == commands.size() ? " or " : ", ";
+    names += commands[i]->get_name();
+  }
+  throw InputError(std::string("unknown command '") + argv[1] + "' (expected " + names + ")");
+}
+
+}  // namespace
+
 }  // namespace mgjoin::cli
 
-using mgjoin::cli::in_cli_words;
-
 int main(int argc, char** argv) {
+  using namespace mgjoin::cli;
+  set_json_failures(json_requested(argc, argv));
   CLI::App app{"mgjoin: multi-GPU out-of-core sort-merge join of column files", "mgjoin"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mgjoin 0.1.0");
-  // One line per error, like every other mgjoin error (CLI11 would add a "Run with --help" line).
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("mgjoin: error: ") + e.what() + "\n"; });
-  mgjoin::cli::add_generate_command(app);
-  mgjoin::cli::add_join_command(app);
-  mgjoin::cli::add_bench_command(app);
-  mgjoin::cli::add_topo_command(app);
-  mgjoin::cli::add_tune_command(app);
+  add_generate_command(app);
+  add_join_command(app);
+  add_bench_command(app);
+  add_topo_command(app);
+  add_tune_command(app);
   try {
+    check_command(app, argc, argv);
     app.parse(argc, argv);  // subcommand callbacks run here
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Bad input like any other: one line (CLI11 would add "Run with --help") and exit status 2.
+    report_failure("error", e.what());
+    return kBadInputExit;
   } catch (const mgjoin::Cancelled&) {
-    std::fprintf(stderr, "\nmgjoin: interrupted: stopped cleanly, no output was written\n");
-    return mgjoin::cli::kInterruptedExit;
+    report_failure("interrupted", "stopped cleanly, no output was written", /*own_line=*/true);
+    return kInterruptedExit;
   } catch (const mgjoin::InputError& e) {
-    std::fprintf(stderr, "mgjoin: error: %s\n", in_cli_words(e.what()).c_str());
-    return 2;
+    report_failure("error", in_cli_words(e.what()));
+    return kBadInputExit;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "mgjoin: error: %s\n", e.what());
+    report_failure("error", e.what());
     return 1;
   }
   return 0;

@@ -115,7 +115,8 @@ def bench_duckdb(r: pa.Table, s: pa.Table, repeat: int) -> dict:
     times, table = timed_runs(lambda: con.sql(rows_sql).to_arrow_table(), repeat)
     out["materialized"] = {"seconds": statistics.median(times), "runs": times, "rows": table.num_rows}
     times, row = timed_runs(lambda: con.sql(sums_sql).fetchall()[0], repeat)
-    names = ["key"] + [f"{side}.{c}" for side, c in payloads]  # as mgjoin names its output columns
+    # As mgjoin names its output columns: the payloads both sides have take pandas' suffixes.
+    names = ["key"] + [f"{c}_{'x' if side == 'r' else 'y'}" for side, c in payloads]
     out["sums"] = {"seconds": statistics.median(times), "runs": times, "rows": int(row[0]),
                    "column_sums": {name: int(v) % 2**64 for name, v in zip(names, row[1:])}}
     out["version"] = duckdb.__version__

@@ -3,16 +3,28 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
 
 from . import _mgjoin
 from ._progress import progress_callback
-from ._tables import VALID_SUFFIX, Column, convert
+from ._tables import ROW_NUMBERS, VALID_SUFFIX, Column, InputTable, convert
 
 _OUTPUTS = {"table": "columns", "gather_maps": "maps", "count": "count"}
-_SEMI_OR_ANTI = {"semi", "anti", "left_semi", "left_anti"}
+_TO = ("arrow", "pandas", "polars")
+
+# how= as DuckDB, Polars and pandas name the kinds: the engine's kind, and whether the tables trade places
+# (a right semi or anti join is the left one of the tables swapped).
+_HOWS = {
+    "inner": ("inner", False), "left": ("left", False), "left_outer": ("left", False),
+    "right": ("right", False), "right_outer": ("right", False), "full": ("full", False),
+    "outer": ("full", False), "full_outer": ("full", False), "semi": ("semi", False),
+    "left_semi": ("semi", False), "anti": ("anti", False), "left_anti": ("anti", False),
+    "right_semi": ("semi", True), "right_anti": ("anti", True),
+}
+_HOW_NAMES = "inner, left, right, full (or outer), semi (left_semi), anti (left_anti), right_semi or right_anti"
 
 Progress = Union[bool, Callable[[str, float], Any], None]
 
@@ -56,6 +68,13 @@ def _key_names(on: Any, left_on: Any, right_on: Any) -> tuple[list[str], list[st
     return left, right
 
 
+def _suffixes(suffixes: Any) -> tuple[str, str]:
+    if (not isinstance(suffixes, (tuple, list)) or len(suffixes) != 2
+            or not all(s is None or isinstance(s, str) for s in suffixes)):
+        raise ValueError(f"suffixes={suffixes!r}: expected two strings (or None), like ('_x', '_y')")
+    return suffixes[0] or "", suffixes[1] or ""
+
+
 def _gpu_options(gpus: Any) -> tuple[int, list[int]]:
     if gpus is None:
         return -1, []
@@ -96,16 +115,63 @@ def _engine_errors() -> Iterator[None]:
         raise type(e)(words) from None
 
 
-def _chosen(payloads: Optional[list[str]], columns: dict[str, Column]) -> Optional[list[str]]:
-    """The engine's payload columns: each chosen column and, when it has nulls, its validity column."""
-    if payloads is None:
-        return None
-    chosen = []
-    for name in payloads:
-        chosen.append(name)
-        if columns[name].valid is not None:
-            chosen.append(name + VALID_SUFFIX)
-    return chosen
+@dataclass
+class _Output:
+    """One column of the output table: its name, the side it comes from (0 left, 1 right), the table's
+    column, and whether it is a key of the same name on both sides (one coalesced column, the engine's)."""
+
+    name: str
+    side: int
+    column: str
+    shared_key: bool = False
+
+
+def _output_columns(tables: tuple[InputTable, InputTable], keys: tuple[list[str], list[str]],
+                    chosen: tuple[Optional[list[str]], Optional[list[str]]], right_too: bool,
+                    suffixes: tuple[str, str]) -> list[_Output]:
+    """The output table's columns, as pandas names them: the left table's (every column in table order,
+    or its keys and then left_columns), then the right table's, where a key of the same name on both sides
+    is one column and a name both sides output takes the side's suffix."""
+    shared = {lk for lk, rk in zip(*keys) if lk == rk} if right_too else set()
+    out: list[_Output] = []
+    for side in (0, 1) if right_too else (0,):
+        table, side_keys = tables[side], keys[side]
+        names = list(table.names) if chosen[side] is None else side_keys + [n for n in chosen[side] if n not in side_keys]
+        if side == 1:
+            names = [n for n in names if n not in shared or n not in side_keys]
+        table.check_names(names, f" ({table.side}_columns)" if chosen[side] is not None else "")
+        out += [_Output(n, side, n, side == 0 and n in shared) for n in names]
+    left_names = {o.name for o in out if o.side == 0}
+    both = left_names & {o.name for o in out if o.side == 1}
+    for o in out:
+        if o.name in both:
+            o.name += suffixes[o.side]
+    seen: set[str] = set()
+    for o in out:
+        if o.name in seen:
+            raise ValueError(f"suffixes={suffixes!r}: the output would hold two columns named {o.name!r}; "
+                             "choose other suffixes (or leave a column out)")
+        seen.add(o.name)
+    return out
+
+
+def _engine_payloads(columns: list[_Output], side: int, meta: dict[str, Column]) -> list[str]:
+    """The payload columns the engine gathers for one side: each output column that the engine takes
+    (and its validity column where it has nulls), and the row numbers when pyarrow gathers some."""
+    chosen: list[str] = []
+    rows = False
+    for o in columns:
+        if o.side != side or o.shared_key:
+            continue
+        column = meta[o.column]
+        if column.values is None:
+            rows = True
+            continue
+        if o.column not in chosen:
+            chosen.append(o.column)
+            if column.valid is not None:
+                chosen.append(o.column + VALID_SUFFIX)
+    return chosen + ([ROW_NUMBERS] if rows else [])
 
 
 def _arrow_column(pa: Any, values: np.ndarray, null: Optional[np.ndarray], column: Optional[Column]) -> Any:
@@ -116,30 +182,67 @@ def _arrow_column(pa: Any, values: np.ndarray, null: Optional[np.ndarray], colum
     return array
 
 
-def _table(result: dict, left: dict[str, Column], right: dict[str, Column], left_keys: list[str]) -> Any:
-    """The engine's output columns as a pyarrow.Table: key / key.<name>, r.<name>, s.<name>, each
-    outer side's missing rows (r.valid / s.valid) and each payload's own nulls as Arrow nulls."""
+def _take(pa: Any, array: Any, indices: Any) -> Any:
+    """array.take(indices); the view types that pyarrow's take has no kernel for (Polars exports its strings
+    as string_view) are taken as their large counterparts."""
+    try:
+        return array.take(indices)
+    except pa.ArrowNotImplementedError:
+        for view, large in (("string_view", pa.large_string), ("binary_view", pa.large_binary)):
+            if hasattr(pa, view) and array.type == getattr(pa, view)():  # pyarrow >= 16 has view types
+                return array.cast(large()).take(indices)
+        raise
+
+
+def _table(result: dict, columns: list[_Output], meta: tuple[dict[str, Column], dict[str, Column]],
+           left_keys: list[str]) -> Any:
+    """The output as a pyarrow.Table: the engine's key and payload columns (each outer side's missing rows,
+    r.valid / s.valid, and each payload's own nulls as Arrow nulls) and the columns pyarrow gathers by the
+    row numbers."""
     import pyarrow as pa
 
     arrays = dict(result["columns"])
-    side_missing = {p: ~arrays[f"{p}.valid"] for p in ("r", "s") if f"{p}.valid" in arrays}
-    names, columns = [], []
-    for name, values in result["columns"]:
-        if name.endswith(VALID_SUFFIX) or name in ("r.valid", "s.valid"):
+    missing = {side: ~arrays[f"{p}.valid"] for side, p in ((0, "r"), (1, "s")) if f"{p}.valid" in arrays}
+    out = []
+    for o in columns:
+        column = meta[o.side][o.column]
+        if o.shared_key:  # the engine's coalesced key: a value on every row
+            values = arrays["key" if len(left_keys) == 1 else f"key.{o.column}"]
+            out.append(_arrow_column(pa, values, None, column))
             continue
-        if name == "key" or name.startswith("key."):
-            source = left[left_keys[0] if name == "key" else name[4:]]
-            null = None
-        else:
-            prefix, column_name = name[0], name[2:]
-            source = (left if prefix == "r" else right)[column_name]
-            null = side_missing.get(prefix)
-            own_valid = arrays.get(name + VALID_SUFFIX)
-            if own_valid is not None:
-                null = ~own_valid if null is None else null | ~own_valid
-        names.append(name)
-        columns.append(_arrow_column(pa, values, null, source))
-    return pa.Table.from_arrays(columns, names=names)
+        prefix = "rs"[o.side]
+        null = missing.get(o.side)
+        if column.values is None:  # gathered by pyarrow, by the row numbers
+            rows = arrays[f"{prefix}.{ROW_NUMBERS}"]
+            out.append(_take(pa, column.arrow, pa.array(rows, mask=null) if null is not None and null.any() else rows))
+            continue
+        own_valid = arrays.get(f"{prefix}.{o.column}{VALID_SUFFIX}")
+        if own_valid is not None:
+            null = ~own_valid if null is None else null | ~own_valid
+        out.append(_arrow_column(pa, arrays[f"{prefix}.{o.column}"], null, column))
+    return pa.Table.from_arrays(out, names=[o.name for o in columns])
+
+
+def _convert_table(table: Any, to: str) -> Any:
+    if to == "arrow":
+        return table
+    if to == "pandas":
+        return table.to_pandas()
+    try:
+        import polars
+    except ImportError:
+        raise ImportError("to='polars' needs Polars: pip install polars (or ask for to='arrow')") from None
+    return polars.from_arrow(table)
+
+
+def _check_key_types(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column], dict[str, Column]]) -> None:
+    """Dates, times, timestamps and durations join only their own Arrow type (the engine compares their
+    integer storage); numbers compare by value in the engine."""
+    for lk, rk in zip(*keys):
+        lt, rt = meta[0][lk].arrow_type, meta[1][rk].arrow_type
+        if lt != rt and (lt is not None or rt is not None):
+            raise ValueError(f"key types differ: left column {lk!r} is {lt or meta[0][lk].values.dtype}, "
+                             f"right column {rk!r} is {rt or meta[1][rk].values.dtype}")
 
 
 def join(
@@ -157,6 +260,8 @@ def join(
     right_on: Union[str, Sequence[str], None] = None,
     left_columns: Optional[Sequence[str]] = None,
     right_columns: Optional[Sequence[str]] = None,
+    suffixes: tuple[Optional[str], Optional[str]] = ("_x", "_y"),
+    to: str = "arrow",
     tuning_file: Optional[str] = None,
     info: Optional[dict] = None,
     engine: Optional["Engine"] = None,
@@ -164,26 +269,29 @@ def join(
 ) -> Any:
     """Equi-join of two tables on key columns, on all GPUs (or the CPU path without GPUs).
 
-    ``left`` and ``right`` are each a ``pyarrow.Table`` (or RecordBatch), a ``pandas.DataFrame`` or a
-    mapping of column name to 1-D array. Columns are int8 ... int64, uint8 ... uint64, float32,
-    float64, bool, or Arrow date/time/timestamp/duration (NumPy datetime64/timedelta64); they are
-    passed to the engine without a copy where their layout allows (see docs/PYTHON.md, Zero-copy).
-    The inputs are never modified.
+    ``left`` and ``right`` are each a ``pyarrow.Table`` (or RecordBatch), a ``pandas.DataFrame``, a
+    mapping of column name to 1-D array, or any object with the Arrow PyCapsule interface (a Polars
+    DataFrame, a DuckDB relation). Key and payload columns of int8 ... int64, uint8 ... uint64, float32,
+    float64, bool, or Arrow date/time/timestamp/duration go to the engine without a copy where their layout
+    allows (see docs/PYTHON.md, Zero-copy); payload columns of other types (strings, decimals, categories)
+    are gathered by pyarrow. Columns the join does not use are never read. The inputs are never modified.
 
     Example::
 
         >>> left = {"k": np.array([1, 2, 2, 5]), "v": np.array([10, 20, 21, 50])}
         >>> right = {"k": np.array([2, 5, 7]), "w": np.array([200, 500, 700])}
         >>> mgjoin.join(left, right, on="k", gpus=0).to_pydict()
-        {'key': [2, 2, 5], 'r.v': [20, 21, 50], 's.w': [200, 200, 500]}
+        {'k': [2, 2, 5], 'v': [20, 21, 50], 'w': [200, 200, 500]}
 
     Args:
-        on: key column name(s), the same in both tables; several integer columns of at most 8 bytes
-            together form a composite key. Or give ``left_on`` and ``right_on``.
-        how: "inner", "left", "right", "full" (or "outer"), "semi" or "anti" (left semi/anti joins).
-        output: "table" (a pyarrow.Table), "gather_maps" (``(left_rows, right_rows)`` int64 NumPy arrays,
-            -1 where an outer join's side is missing; ``right_rows`` is None for semi/anti joins) or
-            "count" (the number of output rows, an int).
+        on: key column name(s), the same in both tables; several columns of at most 8 bytes together form
+            a composite key. Or give ``left_on`` and ``right_on``. Keys compare by value: integers of any
+            width and signedness, float32 with float64 (-0.0 equals 0.0, NaN equals NaN), bool with bool.
+        how: "inner", "left", "right", "full" (or "outer"), "semi" ("left_semi"), "anti" ("left_anti"),
+            "right_semi" or "right_anti".
+        output: "table" (a pyarrow.Table, or see ``to``), "gather_maps" (``(left_rows, right_rows)`` int64
+            NumPy arrays, -1 where an outer join's side is missing; the other side None for semi/anti
+            joins) or "count" (the number of output rows, an int).
         gpus: None = every GPU (the CPU path when there is none), 0 = the CPU path, N = the best N-GPU
             set, or a list of GPU ids.
         strategy: "auto", "paper" (the paper's flow) or "copart" (co-partitioned, in GPU memory).
@@ -191,7 +299,10 @@ def join(
         progress: True shows a progress bar on stderr (tqdm when installed); a callable gets
             ``(phase, fraction)`` reports; both run on the calling thread.
         left_columns, right_columns: payload columns in the output table, in order (default: every
-            column that is not a key). Semi and anti joins output no right columns.
+            column). The keys are always output. Semi and anti joins output one side's columns only.
+        suffixes: added to the names of non-key columns that both sides output (pandas' rule); None for
+            one side keeps its names.
+        to: the table's kind: "arrow" (pyarrow.Table), "pandas" (DataFrame) or "polars" (DataFrame).
         tuning_file: the tuning file of ``mgjoin.tune()`` (default ~/.cache/mgjoin/tuning.json).
         gather_on: where the payload columns of the output are gathered by the join's row ids: "auto"
             (each column on the CPU threads or one GPU, wherever a cost model from the tuning file's rates
@@ -204,11 +315,11 @@ def join(
             GPUs' memory for itself (about a second) and gives it back.
 
     Returns:
-        With output="table" a pyarrow.Table with the columns "key" (or "key.<name>" per column of a
-        composite key; from the right row where the left one is missing), "r.<name>" per left column
-        and "s.<name>" per right column; rows an outer join could not match are null on the missing
-        side. Rows: the matching pairs, then an outer join's unmatched left rows, then its unmatched
-        right rows; semi and anti joins in left table order.
+        With output="table" a table of the left table's columns (a key of the same name on both sides
+        once: for outer joins its value from whichever side has the row), then the right table's; a name
+        both sides output gets ``suffixes``; keys of other names stay two columns. Rows an outer join
+        could not match are null on the missing side. Rows: the matching pairs, then an outer join's
+        unmatched left rows, then its unmatched right rows; semi and anti joins in table order.
 
     Raises:
         ValueError: bad input (the message names the table and column, or the argument).
@@ -218,40 +329,49 @@ def join(
     """
     if output not in _OUTPUTS:
         raise ValueError(f"output={output!r}: expected 'table', 'gather_maps' or 'count'")
-    if not isinstance(how, str):
-        raise ValueError(f"how={how!r}: expected inner, left, right, full, semi or anti")
-    left_keys, right_keys = _key_names(on, left_on, right_on)
+    if not isinstance(how, str) or how not in _HOWS:
+        raise ValueError(f"how {how!r}: expected {_HOW_NAMES}")
+    if to not in _TO:
+        raise ValueError(f"to={to!r}: expected 'arrow', 'pandas' or 'polars'")
+    kind, swapped = _HOWS[how]
+    right_too = kind not in ("semi", "anti")
+    keys = _key_names(on, left_on, right_on)
+    suffix_pair = _suffixes(suffixes)
     if engine is not None and (gpus is not None or gpu_memory_limit is not None or tuning_file is not None):
         raise ValueError("engine= joins on the engine's GPUs and memory: leave gpus, gpu_memory_limit and "
                          "tuning_file unset (give them to mgjoin.Engine)")
     gpu_count, gpu_ids = _gpu_options(gpus)
     memory_limit = _memory_limit(gpu_memory_limit)
+    chosen = (_names(left_columns, "left_columns", may_be_empty=True),
+              _names(right_columns, "right_columns", may_be_empty=True))
+    tables = (InputTable(left, "left"), InputTable(right, "right"))
+    if swapped:  # a right semi or anti join: the left one, the tables trading places
+        tables, keys, chosen = tables[::-1], keys[::-1], chosen[::-1]
+        suffix_pair = suffix_pair[::-1]
+    for side in (0, 1):
+        tables[side].check_names(keys[side], f" ({tables[side].side}_on)" if on is None else "")
     as_table = output == "table"
-    semi_or_anti = how in _SEMI_OR_ANTI
-    left_payloads = _names(left_columns, "left_columns", may_be_empty=True)
-    right_payloads = _names(right_columns, "right_columns", may_be_empty=True)
-    if not as_table:  # counts and gather maps need the keys only
-        left_payloads, right_payloads = [], []
-    elif semi_or_anti:
-        right_payloads = []
-    left_arrays, left_meta = convert(left, "left", left_keys, left_payloads)
-    right_arrays, right_meta = convert(right, "right", right_keys, right_payloads)
-    for lk, rk in zip(left_keys, right_keys):
-        lt, rt = left_meta[lk].arrow_type, right_meta[rk].arrow_type
-        if lt != rt and (lt is not None or rt is not None):
-            raise ValueError(f"key types differ: left column {lk!r} is {lt or left_meta[lk].values.dtype}, "
-                             f"right column {rk!r} is {rt or right_meta[rk].values.dtype}")
+    columns = _output_columns(tables, keys, chosen, right_too, suffix_pair) if as_table else []
+    payloads = [[o.column for o in columns if o.side == side and not o.shared_key] for side in (0, 1)]
+    left_arrays, left_meta = convert(tables[0], keys[0], payloads[0])
+    right_arrays, right_meta = convert(tables[1], keys[1], payloads[1])
+    meta = (left_meta, right_meta)
+    _check_key_types(keys, meta)
+    chosen_for_engine = [_engine_payloads(columns, side, meta[side]) for side in (0, 1)]
+    for side, arrays in ((0, left_arrays), (1, right_arrays)):
+        if ROW_NUMBERS in chosen_for_engine[side]:
+            arrays[ROW_NUMBERS] = np.arange(len(meta[side][keys[side][0]].values), dtype=np.int64)
 
     with progress_callback(progress) as report, _engine_errors():
         result = _mgjoin.join_tables(
             left_arrays,
             right_arrays,
-            left_on=left_keys,
-            right_on=right_keys,
-            how=how,
+            left_on=keys[0],
+            right_on=keys[1],
+            how=kind,
             output=_OUTPUTS[output],
-            left_columns=_chosen(left_payloads, left_meta),
-            right_columns=_chosen(right_payloads, right_meta),
+            left_columns=chosen_for_engine[0],
+            right_columns=chosen_for_engine[1] if right_too else [],
             gpus=gpu_count,
             gpu_ids=gpu_ids,
             gpu_memory_limit=memory_limit,
@@ -266,8 +386,9 @@ def join(
     if output == "count":
         return int(result["count"])
     if output == "gather_maps":
-        return result["left_rows"], result["right_rows"]
-    return _table(result, left_meta, right_meta, left_keys)
+        maps = (result["left_rows"], result["right_rows"])
+        return maps[::-1] if swapped else maps
+    return _convert_table(_table(result, columns, meta, keys[0]), to)
 
 
 class Engine:

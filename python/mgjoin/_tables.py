@@ -1,4 +1,5 @@
-"""Input conversion: pyarrow tables, pandas DataFrames and mappings of arrays -> NumPy columns.
+"""Input conversion: pyarrow tables, pandas DataFrames, mappings of arrays and any object with the Arrow
+PyCapsule interface (Polars DataFrames, DuckDB relations, nanoarrow) -> NumPy columns.
 
 The engine takes 1-D, C-contiguous NumPy arrays of int8 ... int64, uint8 ... uint64, float32, float64 or
 bool. What is already laid out that way is passed without a copy:
@@ -10,6 +11,12 @@ bool. What is already laid out that way is passed without a copy:
   unpacked from Arrow's bitmaps to one byte a value (a copy).
 - pandas columns through ``Series.to_numpy()`` (a view for NumPy-backed columns); extension dtypes
   (nullable ``Int64``, Arrow-backed, tz-aware) go through pyarrow, which may copy.
+- Objects with ``__arrow_c_stream__`` (or ``__arrow_c_array__``) are imported into pyarrow through the
+  Arrow C stream (array) interface, which shares their buffers, and then read as pyarrow tables.
+
+Only the columns a join uses are looked at: its key columns and the chosen payload columns. A payload
+column of a type the engine does not take (strings, decimals, dictionaries, nested types) is not sent to
+it: it is gathered by pyarrow's ``take`` with the join's row numbers (``Column.arrow``).
 
 Nulls: a key column with nulls is refused (ValueError). A payload column's nulls travel as a validity
 column beside it and come back as Arrow nulls.
@@ -22,8 +29,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-# The name of the hidden validity column of a payload column with nulls: no user column is named so.
+# The name of the hidden validity column of a payload column with nulls, and of the hidden row-number
+# column of a table some of whose payload columns pyarrow gathers: no user column's name holds a NUL.
 VALID_SUFFIX = "\x00valid"
+ROW_NUMBERS = "\x00row"
+
+
+class UnsupportedType(ValueError):
+    """A column type the engine does not take (a payload column of it can still be gathered by pyarrow)."""
 
 _NUMPY_KINDS = {"i", "u", "b"}
 _FLOAT_SIZES = {4, 8}
@@ -31,14 +44,16 @@ _FLOAT_SIZES = {4, 8}
 
 @dataclass
 class Column:
-    """One input column as the engine sees it, and what restores its type on output."""
+    """One input column as the engine sees it, and what restores its type on output; or, for a payload
+    column the engine does not take, the pyarrow array that pyarrow gathers (``arrow``)."""
 
-    values: np.ndarray
+    values: Optional[np.ndarray]
     valid: Optional[np.ndarray] = None  # bool, False where null (payload columns only)
     arrow_type: Any = None  # the pyarrow type to give the output column, when not the NumPy dtype's
+    arrow: Any = None  # a payload column gathered by pyarrow (values is None then)
 
 
-def _pyarrow():
+def _pyarrow() -> Any:
     import pyarrow
 
     return pyarrow
@@ -58,7 +73,7 @@ def _check_numpy(values: np.ndarray, what: str) -> np.ndarray:
         raise ValueError(f"{what}: has {values.ndim} dimensions, expected 1")
     dtype = values.dtype
     if dtype.kind not in _NUMPY_KINDS and not (dtype.kind == "f" and dtype.itemsize in _FLOAT_SIZES):
-        raise ValueError(
+        raise UnsupportedType(
             f"{what}: unsupported type {dtype} (expected int8 ... int64, uint8 ... uint64, float32, "
             "float64 or bool; dates and times as datetime64/timedelta64 or Arrow temporal types)"
         )
@@ -89,7 +104,7 @@ def _storage_type(pa: Any, t: Any) -> Any:
         return None
     if types.is_date(t) or types.is_time(t) or types.is_timestamp(t) or types.is_duration(t):
         return pa.int32() if t.bit_width == 32 else pa.int64()
-    raise ValueError(
+    raise UnsupportedType(
         f"unsupported type {t} (expected int8 ... int64, uint8 ... uint64, float32, float64, bool, or a "
         "date, time, timestamp or duration type)"
     )
@@ -106,8 +121,8 @@ def _from_arrow(array: Any, what: str) -> Column:
             array = array.combine_chunks()  # a copy: the engine takes one buffer per column
     try:
         storage = _storage_type(pa, array.type)
-    except ValueError as e:
-        raise ValueError(f"{what}: {e}") from None
+    except UnsupportedType as e:
+        raise UnsupportedType(f"{what}: {e}") from None
     arrow_type = array.type if storage is not None else None
     if storage is not None:
         array = array.view(storage)
@@ -143,59 +158,99 @@ def column_from(value: Any, what: str) -> Column:
     return _from_numpy(np.asarray(value), what)  # lists and other array-likes: a copy
 
 
-def column_names(table: Any, side: str) -> list[str]:
-    """The column names of a table, in order."""
-    if _is_arrow(table, "Table", "RecordBatch"):
-        names = list(table.column_names)
-    elif _is_pandas(table, "DataFrame"):
-        names = list(table.columns)
-    elif isinstance(table, Mapping):
-        names = list(table.keys())
-    else:
-        raise TypeError(
-            f"{side} table: expected a pyarrow.Table, a pandas.DataFrame or a mapping of column name to "
-            f"1-D array, got {type(table).__name__}"
-        )
-    for name in names:
-        if not isinstance(name, str):
-            raise ValueError(f"{side} table: column names must be strings, got {name!r}")
-        if VALID_SUFFIX in name:
-            raise ValueError(f"{side} table: column name {name!r} holds a NUL character")
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise ValueError(f"{side} table: column names appear more than once: {', '.join(dup)}")
-    return names
+def _from_capsule(obj: Any, side: str) -> Any:
+    """A pyarrow Table (or RecordBatch) over an object's Arrow data, through the PyCapsule interface:
+    the buffers are shared, not copied."""
+    pa = _pyarrow()
+    if hasattr(obj, "__arrow_c_stream__"):
+        if not hasattr(pa.RecordBatchReader, "from_stream"):
+            raise TypeError(f"{side} table: reading a {type(obj).__name__} through the Arrow PyCapsule interface "
+                            f"needs pyarrow >= 15 (this is {pa.__version__})")
+        return pa.RecordBatchReader.from_stream(obj).read_all()
+    return pa.record_batch(obj)
 
 
-def table_column(table: Any, name: str) -> Any:
-    if _is_arrow(table, "Table", "RecordBatch"):
-        return table.column(name)
-    return table[name]
+class InputTable:
+    """One side's table as join() reads it: its column names, and each column the join uses, converted
+    only when asked for (columns a join does not use are never read nor checked)."""
 
+    def __init__(self, table: Any, side: str) -> None:
+        self.side = side
+        if _is_pandas(table, "DataFrame"):
+            self._table, self.names = table, list(table.columns)
+        elif _is_arrow(table, "Table", "RecordBatch"):
+            self._table, self.names = table, list(table.column_names)
+        elif isinstance(table, Mapping):
+            self._table, self.names = table, list(table.keys())
+        elif hasattr(table, "__arrow_c_stream__") or hasattr(table, "__arrow_c_array__"):
+            self._table = _from_capsule(table, side)
+            self.names = list(self._table.column_names)
+        else:
+            raise TypeError(
+                f"{side} table: expected a pyarrow.Table, a pandas.DataFrame, a mapping of column name to 1-D "
+                f"array, or an object with the Arrow PyCapsule interface (a Polars DataFrame, a DuckDB relation), "
+                f"got {type(table).__name__}"
+            )
 
-def convert(table: Any, side: str, keys: list[str], payloads: Optional[list[str]]) -> tuple[dict[str, np.ndarray], dict[str, Column]]:
-    """The engine's columns of one table: its key columns, then `payloads` (None: every other column),
-    each payload with nulls followed by its validity column. Returns (arrays for the engine, Column
-    per converted name)."""
-    names = column_names(table, side)
-    for k in keys:
-        if k not in names:
-            raise ValueError(f"{side} table has no column {k!r} (its columns: {', '.join(names) or 'none'})")
-    wanted = [n for n in names if n not in keys] if payloads is None else payloads
-    for n in wanted:
-        if n not in names:
-            raise ValueError(f"{side} table has no column {n!r} (its columns: {', '.join(names)})")
-    arrays: dict[str, np.ndarray] = {}
-    columns: dict[str, Column] = {}
-    for name in [n for n in names if n in keys or n in wanted]:
-        is_key = name in keys
-        what = f"{side} {'key ' if is_key else ''}column {name!r}"
-        column = column_from(table_column(table, name), what)
+    def check_names(self, names: list[str], what: str) -> None:
+        """Checks the names a join uses: strings, in the table, once, without a NUL."""
+        for name in names:
+            if not isinstance(name, str):
+                raise ValueError(f"{self.side} table: column names must be strings, got {name!r}")
+            if name not in self.names:
+                raise ValueError(f"{self.side} table has no column {name!r} (its columns: "
+                                 f"{', '.join(map(str, self.names)) or 'none'}){what}")
+            if "\x00" in name:
+                raise ValueError(f"{self.side} table: column name {name!r} holds a NUL character")
+            if self.names.count(name) > 1:
+                raise ValueError(f"{self.side} table: the column name {name!r} appears more than once")
+
+    def raw(self, name: str) -> Any:
+        if _is_arrow(self._table, "Table", "RecordBatch"):
+            return self._table.column(name)
+        return self._table[name]
+
+    def column(self, name: str, is_key: bool) -> Column:
+        """The column `name` as the engine takes it; a payload of a type the engine does not take as a
+        pyarrow array to gather (keys must be of the engine's types)."""
+        what = f"{self.side} {'key ' if is_key else ''}column {name!r}"
+        value = self.raw(name)
+        try:
+            column = column_from(value, what)
+        except UnsupportedType:
+            if is_key:
+                raise
+            return Column(None, arrow=_as_arrow(value, what))
         if column.valid is not None and is_key:
             nulls = int(column.valid.size - np.count_nonzero(column.valid))
             raise ValueError(f"{what}: has {nulls} null(s); keys must not be null (drop those rows first)")
-        arrays[name] = column.values
+        return column
+
+
+def _as_arrow(value: Any, what: str) -> Any:
+    """A payload column the engine does not take, as pyarrow data for take() (pandas and NumPy columns are
+    converted: a copy)."""
+    pa = _pyarrow()
+    if _is_arrow(value, "ChunkedArray") or (type(value).__module__.startswith("pyarrow") and hasattr(value, "buffers")):
+        return value
+    try:
+        return pa.array(value)
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise ValueError(f"{what}: cannot be read as an Arrow array ({e})") from None
+
+
+def convert(table: InputTable, keys: list[str], payloads: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Column]]:
+    """The engine's columns of one table: its key columns, then each payload column the engine takes,
+    each with nulls followed by its validity column. Returns (arrays for the engine, Column per name);
+    payloads pyarrow gathers are in the second only."""
+    arrays: dict[str, np.ndarray] = {}
+    columns: dict[str, Column] = {}
+    for name in keys + [p for p in payloads if p not in keys]:
+        column = table.column(name, is_key=name in keys)
         columns[name] = column
+        if column.values is None:
+            continue
+        arrays[name] = column.values
         if column.valid is not None:
             arrays[name + VALID_SUFFIX] = column.valid
     return arrays, columns

@@ -31,11 +31,21 @@ def gpu_count() -> int:
 needs_gpu = pytest.mark.skipif(gpu_count() == 0, reason="needs a CUDA GPU")
 
 
+def _value(v):
+    """A key value as Python compares it, but NaN equal to NaN (as DuckDB joins floats)."""
+    return "NaN" if isinstance(v, float) and v != v else v
+
+
 def reference_maps(left_keys, right_keys, how):
-    """(left_rows, right_rows) of a join by a dict of right rows per key: the pairs, then an outer join's
-    unmatched left rows, then its unmatched right rows; semi and anti joins in left order."""
-    lk = list(zip(*[np.asarray(c).tolist() for c in left_keys]))
-    rk = list(zip(*[np.asarray(c).tolist() for c in right_keys]))
+    """(left_rows, right_rows) of a join by a dict of right rows per key, keys compared by value (Python
+    ints and floats; -0.0 == 0.0, NaN == NaN): the pairs, then an outer join's unmatched left rows, then
+    its unmatched right rows; semi and anti joins in left order (right_semi and right_anti: (None,
+    right_rows) in right order)."""
+    if how in ("right_semi", "right_anti"):
+        rows, _ = reference_maps(right_keys, left_keys, how[len("right_"):])
+        return None, rows
+    lk = [tuple(map(_value, t)) for t in zip(*[np.asarray(c).tolist() for c in left_keys])]
+    rk = [tuple(map(_value, t)) for t in zip(*[np.asarray(c).tolist() for c in right_keys])]
     rows = defaultdict(list)
     for j, k in enumerate(rk):
         rows[k].append(j)

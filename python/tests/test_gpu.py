@@ -97,3 +97,39 @@ def test_two_gpus_match_the_cpu_path(rng, strategy):
     cpu = mgjoin.join(pa.table(left), pa.table(right), on="k", gpus=0)
     order = [(c, "ascending") for c in cpu.column_names]
     assert table.sort_by(order).equals(cpu.sort_by(order))
+
+
+def _keys(rng, dtype, n):
+    """Keys of `dtype` that the other side's type holds in part: small numbers and the type's extremes;
+    for floats also NaN, -0.0 and infinities."""
+    if dtype.startswith("float"):
+        v = (rng.integers(-4000, 4000, n) / 4).astype(dtype)
+        for value, share in ((np.nan, 0.02), (-0.0, 0.02), (np.inf, 0.01), (-np.inf, 0.01)):
+            v[rng.random(n) < share] = value
+        return v
+    info = np.iinfo(dtype)
+    v = rng.integers(max(info.min, -n // 4), min(info.max, n // 4), n, endpoint=True).astype(dtype)
+    v[rng.random(n) < 0.02] = info.max
+    v[rng.random(n) < 0.02] = info.min
+    return v
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+@pytest.mark.parametrize("left_type,right_type", [("int32", "int64"), ("uint32", "int64"), ("uint64", "int64"),
+                                                  ("uint32", "int32"), ("float32", "float64"), ("float64", "float64")])
+def test_mixed_width_and_float_keys_on_gpus(rng, gpus, left_type, right_type):
+    """Keys compared by value on g GPUs: every kind's rows equal the Python reference's (a dict; NaN
+    equal to NaN, -0.0 to 0.0), and the key column has the type that holds both sides."""
+    if gpu_count() < gpus:
+        pytest.skip(f"needs {gpus} GPUs")
+    n = 200_000
+    left = {"k": _keys(rng, left_type, n), "v": rng.random(n)}
+    right = {"k": _keys(rng, right_type, n - 11), "w": rng.integers(0, 100, n - 11).astype(np.int32)}
+    for how in ("inner", "left", "right", "full", "semi", "anti"):
+        got = mgjoin.join(left, right, on="k", how=how, output="gather_maps", gpus=gpus)
+        assert as_pairs(*got) == as_pairs(*reference_maps([left["k"]], [right["k"]], how)), how
+    table = mgjoin.join(left, right, on="k", how="left", gpus=gpus, gather_on="gpus")
+    assert table.num_rows == len(reference_maps([left["k"]], [right["k"]], "left")[0])
+    if left_type != right_type:
+        want = {"int32": pa.int64(), "uint32": pa.int64(), "uint64": pa.uint64(), "float32": pa.float64()}[left_type]
+        assert table.schema.field("k").type == want

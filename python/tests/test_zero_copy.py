@@ -82,7 +82,7 @@ def test_result_arrays_own_their_memory():
     table = mgjoin.join({"k": k, "v": k * 2}, {"k": k}, on="k", gpus=0)
     del k
     gc.collect()
-    assert table.column("r.v").to_numpy().sum() == 2 * sum(range(1000))
+    assert table.column("v").to_numpy().sum() == 2 * sum(range(1000))
 
 
 @pytest.mark.parametrize("how", ["inner", "left"])
@@ -90,6 +90,6 @@ def test_table_columns_are_the_engine_buffers(how):
     # The table's int columns point at the arrays the engine returned (one buffer each, no copy):
     # checked through the buffer addresses staying equal to a NumPy view of the same column.
     table = mgjoin.join({"k": np.arange(10), "v": np.arange(10.0)}, {"k": np.arange(5)}, on="k", how=how, gpus=0)
-    chunk = table.column("r.v").chunk(0)
+    chunk = table.column("v").chunk(0)
     view = chunk.to_numpy(zero_copy_only=True)
     assert view.ctypes.data == chunk.buffers()[1].address

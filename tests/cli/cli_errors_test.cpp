@@ -53,9 +53,6 @@ TEST_F(CliErrors, TruncatedFile) {
 }
 
 TEST_F(CliErrors, UnsupportedDtype) {
-  const std::vector<float> f{1, 2};
-  write_column(path("f.npy"), ColumnView{f.data(), 2, DType::Float32});
-  expect_error("join --r-key f.npy --s-key f.npy --gpus 0 --count", {"--r-key", "f.npy", "float32"});
   write_file("half.npy", npy_header("<f2", 4) + std::string(8, '\0'));
   expect_error("join --r-key half.npy --s-dir a --gpus 0 --count", {"half.npy", "<f2"});
   write_file("be.npy", npy_header(">i4", 2) + std::string(8, '\0'));
@@ -67,8 +64,13 @@ TEST_F(CliErrors, KeyAndPayloadLengthsDiffer) {
                {"--r-payload", "a/s_payload.npy", "rows"});
 }
 
-TEST_F(CliErrors, KeyTypesDiffer) {
-  expect_error("join --r-dir a --s-dir b --gpus 0 --out-dir out", {"key types differ", "a/r_key.npy", "b/s_key.npy"});
+TEST_F(CliErrors, KeysThatCannotBeComparedAreRefusedBeforeReading) {
+  const std::vector<float> f{1, 2};
+  write_column(path("f.npy"), ColumnView{f.data(), 2, DType::Float32});
+  const std::vector<std::uint8_t> flags{0, 1};
+  write_column(path("flag.npy"), ColumnView{flags.data(), 2, DType::Bool});
+  expect_error("join --r-dir a --s-key f.npy --gpus 0 --out-dir out", {"uint32", "float32", "R", "S", "cannot be compared"});
+  expect_error("join --r-key flag.npy --s-dir b --gpus 0 --count", {"bool", "uint64", "cannot be compared"});
 }
 
 TEST_F(CliErrors, RawFileWithoutType) {

@@ -14,30 +14,7 @@
 namespace mgjoin::test {
 namespace {
 
-template <class T>
-void write_values(const std::filesystem::path& path, DType type, const std::vector<T>& values) {
-  write_column(path, ColumnView{values.data(), static_cast<std::int64_t>(values.size()), type});
-}
-
-template <class T>
-std::vector<T> read_values(const std::filesystem::path& path) {
-  const HostColumn c = read_column(path);
-  return std::vector<T>(c.as<T>(), c.as<T>() + c.size());
-}
-
-class CliTables : public CliTest {
- protected:
-  void SetUp() override {
-    CliTest::SetUp();
-    std::filesystem::create_directories(dir() / "a");
-    std::filesystem::create_directories(dir() / "b");
-    write_values<std::int32_t>(dir() / "a/k.npy", DType::Int32, {1, 2, 2, 3});
-    write_values<std::int16_t>(dir() / "a/p.npy", DType::Int16, {10, 20, 21, 30});
-    write_values<std::int32_t>(dir() / "b/k.npy", DType::Int32, {2, 2, 4});
-    write_values<double>(dir() / "b/w.npy", DType::Float64, {1.5, 2.5, 4.5});
-  }
-  std::string join_ab(const std::string& more) const { return "join --r-dir a --s-dir b --r-key k --s-key k --gpus 0 " + more; }
-};
+using CliTables = TwoTablesCliTest;
 
 TEST_F(CliTables, ChosenColumnsWorkWithMapsAndCountsToo) {
   const CliResult maps = mgjoin(join_ab("--r-columns p --how left --output maps --out-dir out"));
@@ -77,7 +54,8 @@ TEST_F(CliTables, ErrorsNameTheFlagsNotTheLibraryFields) {
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {"join --r-dir a --s-dir b --r-key k,k --s-key k,k --gpus 0 --count", "--r-key names 'k' twice"},
            {join_ab("--r-columns p,p --out-dir out"), "--r-columns names 'p' twice"},
-           {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "R's key has 1 columns but S's key has 2"},
+           {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "--s-key names 'k' twice"},
+           {"join --r-dir a --s-dir b --r-key k,p --s-key k --gpus 0 --count", "R's key has 2 columns but S's key has 1"},
            {"join --r-dir a --s-dir a --r-key k,p,k2 --s-key k,p,k2 --gpus 0 --count",
             "--r-key k,p,k2: the key columns k (int32), p (int16), k2 (int32) add up to 10 bytes: a composite key is at "
             "most 8 bytes"},

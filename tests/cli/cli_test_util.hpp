@@ -1,11 +1,15 @@
 #pragma once
 // Runs the built `mgjoin` binary (MGJOIN_CLI_PATH) in a fresh temporary directory and captures its
-// exit code, stdout and stderr.
+// exit code, stdout and stderr; column files written and read back; two small tables to join.
 #include "io/io_test_util.hpp"
+
+#include <mgjoin/io.hpp>
+#include <mgjoin/types.hpp>
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -70,6 +74,34 @@ class CliTest : public TempDirTest {
     for (const auto& e : std::filesystem::directory_iterator(dir() / sub)) names.push_back(e.path().filename().string());
     return names;
   }
+};
+
+/// Writes `values` as a column file of `type` (its format by the extension).
+template <class T>
+void write_values(const std::filesystem::path& path, DType type, const std::vector<T>& values) {
+  write_column(path, ColumnView{values.data(), static_cast<std::int64_t>(values.size()), type});
+}
+
+template <class T>
+std::vector<T> read_values(const std::filesystem::path& path) {
+  const HostColumn c = read_column(path);
+  return std::vector<T>(c.as<T>(), c.as<T>() + c.size());
+}
+
+/// Two small tables as directories: a (k int32 {1, 2, 2, 3}, p int16) and b (k int32 {2, 2, 4}, w float64).
+class TwoTablesCliTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    std::filesystem::create_directories(dir() / "a");
+    std::filesystem::create_directories(dir() / "b");
+    write_values<std::int32_t>(dir() / "a/k.npy", DType::Int32, {1, 2, 2, 3});
+    write_values<std::int16_t>(dir() / "a/p.npy", DType::Int16, {10, 20, 21, 30});
+    write_values<std::int32_t>(dir() / "b/k.npy", DType::Int32, {2, 2, 4});
+    write_values<double>(dir() / "b/w.npy", DType::Float64, {1.5, 2.5, 4.5});
+  }
+  /// `join` of a and b on k on the CPU path, and `more`.
+  std::string join_ab(const std::string& more) const { return "join --r-dir a --s-dir b --r-key k --s-key k --gpus 0 " + more; }
 };
 
 }  // namespace mgjoin::test

@@ -240,28 +240,31 @@ inline KeyTuple key_tuple(const TableView& t, const std::vector<std::string>& on
 
 inline std::int64_t table_rows(const TableView& t) { return t.columns.empty() ? 0 : t.columns.front().column.size; }
 
-/// The output rows of `kind`, in this order: the matching pairs (left table order, then right table
-/// order: the header leaves the pairs' order within a key open), then the left rows that match nothing
-/// (outer joins keeping them), then the right rows that match nothing, each in table order. Semi and
-/// anti joins: (left row, -1) in left table order.
-inline std::vector<RowPair> reference_rows(const TableView& left, const TableView& right,
-                                           const std::vector<std::string>& left_on,
-                                           const std::vector<std::string>& right_on, JoinKind kind) {
+/// The output rows of `kind` where row i of a table has the key key_of(table, on, i) (a Key, ordered), in
+/// this order: the matching pairs (left table order, then right table order: the header leaves the pairs'
+/// order within a key open), then the left rows that match nothing (outer joins keeping them), then the
+/// right rows that match nothing, each in table order. Semi and anti joins: (left row, -1) in left table
+/// order.
+template <class Key, class KeyOf>
+std::vector<RowPair> reference_rows_by(const TableView& left, const TableView& right,
+                                       const std::vector<std::string>& left_on,
+                                       const std::vector<std::string>& right_on, JoinKind kind, KeyOf key_of) {
   const std::int64_t n_left = table_rows(left), n_right = table_rows(right);
+  const auto left_key = [&](std::int64_t i) { return key_of(left, left_on, i); };
+  const auto right_key = [&](std::int64_t j) { return key_of(right, right_on, j); };
   // Each key's right rows in table order (an ordered multimap keeps equal keys in insertion order).
-  const auto right_by_key = rows_by_key<KeyTuple>(n_right, [&](std::int64_t j) { return key_tuple(right, right_on, j); });
+  const auto right_by_key = rows_by_key<Key>(n_right, right_key);
 
   std::vector<RowPair> out;
   if (kind == JoinKind::LeftSemi || kind == JoinKind::LeftAnti) {  // membership only: no pairs built
     for (std::int64_t i = 0; i < n_left; ++i)
-      if ((right_by_key.find(key_tuple(left, left_on, i)) != right_by_key.end()) == (kind == JoinKind::LeftSemi))
-        out.push_back({i, -1});
+      if ((right_by_key.find(left_key(i)) != right_by_key.end()) == (kind == JoinKind::LeftSemi)) out.push_back({i, -1});
     return out;
   }
   std::vector<RowPair> pairs, left_only, right_only;
   std::vector<bool> right_matched(static_cast<std::size_t>(n_right), false);
   for (std::int64_t i = 0; i < n_left; ++i) {
-    const auto [begin, end] = right_by_key.equal_range(key_tuple(left, left_on, i));
+    const auto [begin, end] = right_by_key.equal_range(left_key(i));
     if (begin == end) {
       left_only.push_back({i, -1});
       continue;
@@ -279,6 +282,13 @@ inline std::vector<RowPair> reference_rows(const TableView& left, const TableVie
   if (kind == JoinKind::LeftOuter || kind == JoinKind::FullOuter) append(left_only);
   if (kind == JoinKind::RightOuter || kind == JoinKind::FullOuter) append(right_only);
   return out;
+}
+
+/// reference_rows_by with keys read as tuples of their typed integer values (key_tuple).
+inline std::vector<RowPair> reference_rows(const TableView& left, const TableView& right,
+                                           const std::vector<std::string>& left_on,
+                                           const std::vector<std::string>& right_on, JoinKind kind) {
+  return reference_rows_by<KeyTuple>(left, right, left_on, right_on, kind, key_tuple);
 }
 
 }  // namespace mgjoin::test

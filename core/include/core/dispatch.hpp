@@ -71,6 +71,25 @@ decltype(auto) dispatch_key_type(DType type, F&& f) {
                    ": keys must be int32, uint32, int64 or uint64");
 }
 
+/// Calls f(T{}) with the C++ type of a column's values: std::int8_t ... std::uint64_t, float, double, and
+/// for bool its byte (std::uint8_t): host code that converts or compares values of any column type.
+template <class F>
+decltype(auto) dispatch_value_type(DType type, F&& f) {
+  switch (type) {
+    case DType::Int8: return std::forward<F>(f)(std::int8_t{});
+    case DType::UInt8: case DType::Bool: return std::forward<F>(f)(std::uint8_t{});
+    case DType::Int16: return std::forward<F>(f)(std::int16_t{});
+    case DType::UInt16: return std::forward<F>(f)(std::uint16_t{});
+    case DType::Int32: return std::forward<F>(f)(std::int32_t{});
+    case DType::UInt32: return std::forward<F>(f)(std::uint32_t{});
+    case DType::Int64: return std::forward<F>(f)(std::int64_t{});
+    case DType::UInt64: return std::forward<F>(f)(std::uint64_t{});
+    case DType::Float32: return std::forward<F>(f)(float{});
+    case DType::Float64: return std::forward<F>(f)(double{});
+  }
+  throw Error("unknown column type " + std::to_string(static_cast<int>(type)));
+}
+
 /// `void` for NoPayload, else P itself: the payload template argument of code that takes void for
 /// key-only relations (CUB's keys-only sorts, the merges).
 template <class P>

@@ -1,6 +1,6 @@
 #pragma once
-// Joins of tables: any number of named columns, keys of one column or a composite of several integer
-// columns, inner, outer, semi and anti joins, and three output forms (a count, gather maps, or the
+// Joins of tables: any number of named columns, keys of one column or a composite of several (compared
+// by value: integers of any width and signedness, floats, bool), inner, outer, semi and anti joins, and three output forms (a count, gather maps, or the
 // joined columns).
 //
 //   mgjoin::TableView orders{{{"o_id", o_id}, {"c_id", c_id}, {"total", total}}};
@@ -91,9 +91,14 @@ enum class GatherOn : std::uint8_t { Auto, Cpu, Gpus };
 GatherOn require_gather_on(std::string_view name, const std::string& what);
 
 struct TableJoinOptions {
-  /// Key columns: one, or several integer columns whose widths add up to at most 8 bytes (packed,
-  /// order-preserving, into one sort key). The i-th left key column is compared with the i-th right
-  /// one; their types must be equal.
+  /// Key columns: one, or several whose widths add up to at most 8 bytes (packed, order-preserving, into
+  /// one sort key). The i-th left key column is compared with the i-th right one by value:
+  /// - integers of any width and signedness (int32 joins int64, uint64 joins int64: a uint64 beyond
+  ///   int64's range equals no signed value; compared in the wider width, or where the unsigned type is
+  ///   at least as wide as the signed one, in the unsigned type's width);
+  /// - float32 and float64 (-0.0 equals 0.0; NaN equals NaN, as in DuckDB);
+  /// - bool and bool.
+  /// An integer key does not join a float or bool key.
   std::vector<std::string> left_on, right_on;
   JoinKind how = JoinKind::Inner;
   TableOutput output = TableOutput::Columns;
@@ -129,7 +134,10 @@ struct TableJoinResult {
   HostColumn left_rows, right_rows;
   /// TableOutput::Columns, in this order:
   /// - "key" (one key column) or "key.<left name>" per component of a composite key: the key value of
-  ///   the row (from the right row where the left one is missing);
+  ///   the row (from the right row where the left one is missing). Where the two sides' key types
+  ///   differ it has the type that holds both (int32 and int64: int64; uint32 and int32: int64; float32
+  ///   and float64: float64); for uint64 against a signed type, which no such type holds, the left type
+  ///   (the right one for right outer joins; full outer joins of such keys are refused for columns);
   /// - "r.<name>" for each chosen left column, "s.<name>" for each chosen right column;
   /// - outer joins: "r.valid" and/or "s.valid" (bool): false where that side has no row, whose columns
   ///   then hold zeros (Arrow's validity, as a column).
@@ -147,11 +155,19 @@ struct TableJoinResult {
 };
 
 /// Joins two tables on their key columns.
-/// @throw InputError naming the table and column for a missing or unsupported key column, a key
-///        column named twice, key columns whose types differ or are wider than 8 bytes together,
+/// @throw InputError naming the table and column for a missing key column, a key column named twice,
+///        key columns that cannot be compared or are wider than 8 bytes together (check_key_types),
 ///        columns of different lengths or with one name, an unknown payload column (whatever the
 ///        output); as join() for the rest.
 TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options);
+
+/// Checks the key columns' types as join_tables() does — pairwise comparable by value, at most 8 bytes of
+/// sort key together, and for TableOutput::Columns a type for each output key column — from the types
+/// alone, so that a caller can refuse a join before it reads the data. `left_types[i]` is the type of
+/// the left key column `options.left_on[i]`, `right_types[i]` the right one's.
+/// @throw InputError as join_tables() would.
+void check_key_types(const std::vector<DType>& left_types, const std::vector<DType>& right_types,
+                     const TableJoinOptions& options);
 
 class Engine;
 /// The same on an engine's GPUs: its device memory, peers and pinned buffers are made once, so repeated

@@ -161,13 +161,47 @@ void gather_words(const ColumnView& first, const std::int64_t* first_map, std::i
 
 }  // namespace
 
+namespace {
+
+/// A gather into `out` of type Out from columns of other types: each value read as its own type and
+/// converted.
+template <class Out>
+void gather_converted(const ColumnView& first, const std::int64_t* first_map, std::int64_t rows, const ColumnView* second,
+                      const std::int64_t* second_map, Out* out) {
+  const auto value_at = [](const ColumnView& c, std::int64_t row) {
+    return dispatch_value_type(c.type, [&](auto type) {
+      using T = decltype(type);
+      T v;
+      std::memcpy(&v, static_cast<const char*>(c.data) + static_cast<std::size_t>(row) * sizeof(T), sizeof(T));
+      return static_cast<Out>(v);
+    });
+  };
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < rows; ++i) {
+    if (first_map[i] >= 0)
+      out[i] = value_at(first, first_map[i]);
+    else if (second && second_map[i] >= 0)
+      out[i] = value_at(*second, second_map[i]);
+    else
+      out[i] = Out{};
+  }
+}
+
+}  // namespace
+
 HostColumn gather(const ColumnView& first, const std::int64_t* first_map, std::int64_t rows, const ColumnView* second,
-                  const std::int64_t* second_map) {
-  MGJOIN_EXPECTS(!second || second->type == first.type, "a coalescing gather of two column types");
-  HostColumn out = HostColumn::allocate(first.type, rows);
-  char* to = out.as<char>();
-  dispatch_column_width(dtype_size(first.type),
-                        [&](auto word) { gather_words<sizeof(word)>(first, first_map, rows, second, second_map, to); });
+                  const std::int64_t* second_map, std::optional<DType> as) {
+  const DType type = as.value_or(first.type);
+  HostColumn out = HostColumn::allocate(type, rows);
+  if (first.type == type && (!second || second->type == type)) {
+    char* to = out.as<char>();
+    dispatch_column_width(dtype_size(type),
+                          [&](auto word) { gather_words<sizeof(word)>(first, first_map, rows, second, second_map, to); });
+  } else {
+    dispatch_value_type(type, [&](auto t) {
+      gather_converted(first, first_map, rows, second, second_map, out.as<decltype(t)>());
+    });
+  }
   return out;
 }
 

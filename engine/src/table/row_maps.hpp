@@ -6,6 +6,7 @@
 #include <mgjoin/types.hpp>
 
 #include <cstdint>
+#include <optional>
 
 namespace mgjoin::table {
 
@@ -32,9 +33,11 @@ std::uint64_t rows_of_kind_count(JoinKind kind, const HostColumn& pair_left, con
                                  std::int64_t left_rows, std::int64_t right_rows);
 
 /// out[i] = first[first_map[i]] where first_map[i] >= 0, else second[second_map[i]] where given and
-/// second_map[i] >= 0, else zero. The columns have one type.
+/// second_map[i] >= 0, else zero. The output has the type `as` (default: first's), each value converted
+/// to it (the key columns of two types: every value gathered is one that `as` holds).
 HostColumn gather(const ColumnView& first, const std::int64_t* first_map, std::int64_t rows,
-                  const ColumnView* second = nullptr, const std::int64_t* second_map = nullptr);
+                  const ColumnView* second = nullptr, const std::int64_t* second_map = nullptr,
+                  std::optional<DType> as = std::nullopt);
 
 /// out[i] = map[i] >= 0, as bool.
 HostColumn validity(const std::int64_t* map, std::int64_t rows);

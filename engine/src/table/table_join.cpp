@@ -114,16 +114,14 @@ Plan plan_join(const TableView& left, const TableView& right, const TableJoinOpt
   // Carrying needs what join() carries (one 4- or 8-byte payload per side) and the key it outputs as is
   // (one 4- or 8-byte key column). join() then brings the payloads its best way (late inside the
   // co-partitioned flow, with the gathers on the GPUs), so Auto carries wherever it can.
-  const bool can_carry = o.how == JoinKind::Inner && o.output == TableOutput::Columns &&
-                         p.left_key.columns.size() == 1 && is_key_dtype(p.left_key.columns[0].type) &&
+  const bool can_carry = o.how == JoinKind::Inner && o.output == TableOutput::Columns && p.left_key.as_is() &&
                          carriable(p.left_columns) && carriable(p.right_columns);
   p.carry = can_carry && o.materialization != Materialization::Late;
   // In place only where the flow moves every column of both tables (their key, and the carried payload):
   // other columns would stay behind and split the rows.
   const bool counts = o.how == JoinKind::Inner && o.output == TableOutput::Count;
   const std::vector<NamedColumnView> none;
-  p.in_place = o.may_reorder_inputs && (p.carry || counts) && p.left_key.columns.size() == 1 &&
-               is_key_dtype(p.left_key.columns[0].type) &&
+  p.in_place = o.may_reorder_inputs && (p.carry || counts) && p.left_key.as_is() &&
                flow_moves_whole_table(left, p.left_key, p.carry ? p.left_columns : none) &&
                flow_moves_whole_table(right, p.right_key, p.carry ? p.right_columns : none);
   return p;
@@ -136,19 +134,20 @@ JoinOptions underneath(const TableJoinOptions& o, OutputMode output) {
   return j;
 }
 
-/// One side of a carried join: its key and payload. A single 4- or 8-byte key column and the payload are
-/// the caller's own columns, which join() keeps (JoinOptions::keep_inputs: only a flow that sorts in place
-/// copies them) unless the caller lets it reorder them; a composite key is packed into a column of its own.
+/// One side of a carried join: its key and payload. A key used as it is (one 4- or 8-byte integer column,
+/// the same type on both sides) and the payload are the caller's own columns, which join() keeps
+/// (JoinOptions::keep_inputs: only a flow that sorts in place copies them) unless the caller lets it
+/// reorder them; any other key is encoded into a column of its own (table::sort_key).
 struct CarriedSide {
   std::optional<HostColumn> packed_key;
   RelationView view;
 
   CarriedSide(const table::KeyColumns& key, const std::vector<NamedColumnView>& columns, std::int64_t rows) {
     const ColumnView* payload = columns.empty() ? nullptr : &columns[0].column;
-    if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) {
+    if (key.as_is()) {
       view.key = mutable_view(key.columns[0]);
     } else {
-      MGJOIN_EXPECTS(!payload, "only a single key column carries a payload");
+      MGJOIN_EXPECTS(!payload, "only a key used as it is carries a payload");
       packed_key = table::sort_key(key, rows);
       view.key = packed_key->view();
     }
@@ -269,7 +268,7 @@ std::vector<NamedColumn> gather_columns(const Plan& p, JoinKind how, const table
   for (std::size_t i = 0; i < p.left_key.columns.size(); ++i)
     out.push_back({p.left_key.columns.size() == 1 ? "key" : "key." + p.left_key.names[i],
                    table::gather(p.left_key.columns[i], map_of[0], rows, map_of[1] ? &p.right_key.columns[i] : nullptr,
-                                 map_of[1])});
+                                 map_of[1], p.key_types[i])});
   for (std::size_t i = 0; i < payloads.size(); ++i)
     if (plan.place[i] == table::kOnCpu) gathered[i] = {payloads[i].name, table::gather(*payloads[i].source, map_of[payloads[i].map], rows)};
   std::vector<NamedColumn> validity;

@@ -1,5 +1,6 @@
 #include "engine/src/table/table_keys.hpp"
 
+#include "core/dispatch.hpp"
 #include "engine/src/exec/kept_inputs.hpp"
 
 #include <mgjoin/error.hpp>
@@ -7,11 +8,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -56,10 +59,84 @@ void check_output_names(const JoinColumns& p, JoinKind how) {
 
 }  // namespace
 
+namespace {
+
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64; }
+
+DType integer_type(std::size_t bytes, bool is_signed) {
+  switch (bytes) {
+    case 1: return is_signed ? DType::Int8 : DType::UInt8;
+    case 2: return is_signed ? DType::Int16 : DType::UInt16;
+    case 4: return is_signed ? DType::Int32 : DType::UInt32;
+    default: return is_signed ? DType::Int64 : DType::UInt64;
+  }
+}
+
+std::string type_text(DType t) { return std::string(dtype_name(t)); }
+
+}  // namespace
+
+std::optional<KeyComponent> key_component(DType left, DType right) {
+  using Kind = KeyComponent::Kind;
+  KeyComponent c;
+  c.left = left;
+  c.right = right;
+  const std::size_t wl = dtype_size(left), wr = dtype_size(right), wider = std::max(wl, wr);
+  if (left == DType::Bool || right == DType::Bool) {
+    if (left != right) return std::nullopt;
+    c.kind = Kind::Bool;
+    c.width = 1;
+    c.common = DType::Bool;
+    return c;
+  }
+  if (is_float(left) || is_float(right)) {
+    if (!is_float(left) || !is_float(right)) return std::nullopt;
+    c.kind = Kind::Float;
+    c.width = static_cast<int>(wider);
+    c.common = wider == 4 ? DType::Float32 : DType::Float64;
+    return c;
+  }
+  const bool left_signed = is_signed_key(left), right_signed = is_signed_key(right);
+  if (left_signed == right_signed) {
+    c.kind = left_signed ? Kind::Signed : Kind::Unsigned;
+    c.width = static_cast<int>(wider);
+    c.common = integer_type(wider, left_signed);
+    return c;
+  }
+  const std::size_t unsigned_width = left_signed ? wr : wl, signed_width = left_signed ? wl : wr;
+  if (unsigned_width < signed_width) {  // the signed type holds every value of the unsigned one
+    c.kind = Kind::Signed;
+    c.width = static_cast<int>(signed_width);
+    c.common = integer_type(signed_width, true);
+    return c;
+  }
+  c.kind = Kind::Shared;
+  c.width = static_cast<int>(unsigned_width);
+  if (2 * unsigned_width <= 8) c.common = integer_type(2 * unsigned_width, true);
+  return c;
+}
+
+DType key_output_type(const KeyComponent& c, JoinKind kind, const std::string& left_name, const std::string& right_name) {
+  if (c.common) return *c.common;
+  MGJOIN_INPUT_EXPECTS(kind != JoinKind::FullOuter,
+                       "key columns '" + left_name + "' (" + kLeft + ", " + type_text(c.left) + ") and '" + right_name +
+                           "' (" + kRight + ", " + type_text(c.right) + "): a full outer join's key column would hold "
+                           "values of both, which no integer type of 8 bytes holds; cast one side, or ask for gather maps");
+  return kind == JoinKind::RightOuter ? c.right : c.left;
+}
+
 int KeyColumns::bytes() const {
   int total = 0;
-  for (const ColumnView& c : columns) total += static_cast<int>(dtype_size(c.type));
+  if (!components.empty())
+    for (const KeyComponent& c : components) total += c.width;
+  else
+    for (const ColumnView& c : columns) total += static_cast<int>(dtype_size(c.type));
   return total;
+}
+
+bool KeyColumns::as_is() const {
+  return columns.size() == 1 && components.size() == 1 && components[0].left == components[0].right &&
+         is_key_dtype(columns[0].type);
 }
 
 void check_table(const TableView& table, const char* side) {
@@ -86,29 +163,35 @@ KeyColumns key_columns(const TableView& table, const std::vector<std::string>& o
                          std::string(field) + " names '" + name + "' twice");
     const ColumnView* c = table.find(name);
     MGJOIN_INPUT_EXPECTS(c != nullptr, std::string(side) + ": no column named '" + name + "'");
-    MGJOIN_INPUT_EXPECTS(is_integer_dtype(c->type), std::string(side) + ": key column '" + name + "' is " +
-                                                        std::string(dtype_name(c->type)) +
-                                                        ": keys are integer columns");
     key.columns.push_back(*c);
     key.names.push_back(name);
   }
   return key;
 }
 
-void check_key_pair(const KeyColumns& left, const KeyColumns& right) {
+void pair_keys(KeyColumns& left, KeyColumns& right) {
   MGJOIN_INPUT_EXPECTS(left.columns.size() == right.columns.size(),
                        "the left key has " + std::to_string(left.columns.size()) + " columns but the right key has " +
                            std::to_string(right.columns.size()));
-  for (std::size_t i = 0; i < left.columns.size(); ++i)
-    MGJOIN_INPUT_EXPECTS(left.columns[i].type == right.columns[i].type,
-                         "key columns left '" + left.names[i] + "' (" + std::string(dtype_name(left.columns[i].type)) +
-                             ") and right '" + right.names[i] + "' (" +
-                             std::string(dtype_name(right.columns[i].type)) + ") differ in type");
+  std::vector<KeyComponent> components;
+  for (std::size_t i = 0; i < left.columns.size(); ++i) {
+    const std::optional<KeyComponent> c = key_component(left.columns[i].type, right.columns[i].type);
+    MGJOIN_INPUT_EXPECTS(c.has_value(),
+                         "key columns '" + left.names[i] + "' (" + kLeft + ", " + type_text(left.columns[i].type) +
+                             ") and '" + right.names[i] + "' (" + kRight + ", " + type_text(right.columns[i].type) +
+                             ") cannot be compared: integer keys join integer keys (of any width and signedness), "
+                             "float keys float keys, bool keys bool keys; cast one side");
+    components.push_back(*c);
+  }
+  left.components = right.components = components;
   if (left.bytes() <= 8) return;
   std::string names, listed;
   for (std::size_t i = 0; i < left.columns.size(); ++i) {
+    const KeyComponent& c = components[i];
     (names += i ? "," : "") += left.names[i];
-    (listed += i ? ", " : "") += left.names[i] + " (" + std::string(dtype_name(left.columns[i].type)) + ")";
+    (listed += i ? ", " : "") += left.names[i] + " (" + type_text(c.left);
+    if (c.left != c.right) listed += " against " + type_text(c.right) + ": " + std::to_string(c.width) + " bytes";
+    listed += ")";
   }
   throw InputError("TableJoinOptions::left_on " + names + ": the key columns " + listed + " add up to " +
                    std::to_string(left.bytes()) + " bytes: a composite key is at most 8 bytes");
@@ -116,22 +199,62 @@ void check_key_pair(const KeyColumns& left, const KeyColumns& right) {
 
 namespace {
 
-/// Component i of row r as unsigned bits, its sign bit flipped when signed (order-preserving).
-std::uint64_t ordered_bits(const ColumnView& c, std::int64_t r) {
-  const std::size_t width = dtype_size(c.type);
-  std::uint64_t v = 0;
-  std::memcpy(&v, static_cast<const char*>(c.data) + static_cast<std::size_t>(r) * width, width);
-  if (is_signed_key(c.type)) v ^= std::uint64_t{1} << (8 * width - 1);
-  return v;
+constexpr std::uint64_t sign_bit(int width) { return std::uint64_t{1} << (8 * width - 1); }
+constexpr std::uint64_t low_bits(int width) { return width == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * width)) - 1; }
+
+/// A float's bits as an unsigned integer that orders as the floats do: -0.0 as 0.0, every NaN as all ones
+/// (above +inf, whose bits are below them).
+template <class Float, class Bits>
+std::uint64_t ordered_float(Float f) {
+  if (f != f) return ~Bits{0};
+  if (f == 0) f = 0;
+  const Bits bits = std::bit_cast<Bits>(f);
+  const Bits sign = Bits{1} << (8 * sizeof(Bits) - 1);
+  return (bits & sign) ? static_cast<Bits>(~bits) : static_cast<Bits>(bits | sign);
 }
 
+/// The bits of value `v` of a key column in component `c` (KeyComponent says what each kind does).
+template <class T>
+std::uint64_t encode(T v, const KeyComponent& c) {
+  using Kind = KeyComponent::Kind;
+  if constexpr (std::is_floating_point_v<T>) {
+    return c.width == 4 ? ordered_float<float, std::uint32_t>(static_cast<float>(v))
+                        : ordered_float<double, std::uint64_t>(static_cast<double>(v));
+  } else {
+    switch (c.kind) {
+      case Kind::Bool: return v != 0 ? 1 : 0;
+      case Kind::Unsigned: return static_cast<std::uint64_t>(v);
+      case Kind::Signed:  // a narrower unsigned value fits the signed type: the cast keeps it
+        return (static_cast<std::uint64_t>(static_cast<std::int64_t>(v)) & low_bits(c.width)) ^ sign_bit(c.width);
+      case Kind::Shared:
+        if constexpr (std::is_signed_v<T>)
+          return v < 0 ? 0 : static_cast<std::uint64_t>(v) | sign_bit(c.width);
+        else
+          return static_cast<std::uint64_t>(v) >= sign_bit(c.width) ? 1 : static_cast<std::uint64_t>(v) | sign_bit(c.width);
+      case Kind::Float: break;
+    }
+    return 0;
+  }
+}
+
+/// The key's components encoded and packed into `out`, most significant first, one component (one pass
+/// over the rows) at a time.
 template <class Packed>
 void pack(const KeyColumns& key, std::int64_t rows, Packed* out) {
+  for (std::size_t i = 0; i < key.columns.size(); ++i) {
+    const KeyComponent& c = key.components[i];
+    const char* values = static_cast<const char*>(key.columns[i].data);
+    const bool first = i == 0;
+    dispatch_value_type(key.columns[i].type, [&](auto type) {
+      using T = decltype(type);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::uint64_t packed = 0;
-    for (const ColumnView& c : key.columns) packed = (packed << (8 * dtype_size(c.type))) | ordered_bits(c, r);
-    out[r] = static_cast<Packed>(packed);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        T v;
+        std::memcpy(&v, values + static_cast<std::size_t>(r) * sizeof(T), sizeof(T));
+        const std::uint64_t bits = encode(v, c);
+        out[r] = static_cast<Packed>(first ? bits : (static_cast<std::uint64_t>(out[r]) << (8 * c.width)) | bits);
+      }
+    });
   }
 }
 
@@ -152,7 +275,8 @@ TableJoinResult carried_result(JoinResult joined, const std::vector<NamedColumnV
 }
 
 HostColumn sort_key(const KeyColumns& key, std::int64_t rows) {
-  if (key.columns.size() == 1 && is_key_dtype(key.columns[0].type)) return detail::copy_column(key.columns[0]);
+  if (key.as_is()) return detail::copy_column(key.columns[0]);
+  MGJOIN_EXPECTS(key.components.size() == key.columns.size(), "sort_key of a key not paired with the other side's");
   const bool narrow = key.bytes() <= 4;
   HostColumn packed = HostColumn::allocate(narrow ? DType::UInt32 : DType::UInt64, rows, MemoryKind::Pinned);
   if (narrow)
@@ -181,7 +305,10 @@ JoinColumns join_columns(const TableView& left, const TableView& right, const Ta
   JoinColumns p;
   p.left_key = key_columns(left, o.left_on, kLeft, "TableJoinOptions::left_on");
   p.right_key = key_columns(right, o.right_on, kRight, "TableJoinOptions::right_on");
-  check_key_pair(p.left_key, p.right_key);
+  pair_keys(p.left_key, p.right_key);
+  if (o.output == TableOutput::Columns)
+    for (std::size_t i = 0; i < p.left_key.columns.size(); ++i)
+      p.key_types.push_back(key_output_type(p.left_key.components[i], o.how, p.left_key.names[i], p.right_key.names[i]));
   // Named columns are checked whatever the output, so that a typo fails the first run, not a later one.
   auto left_columns = chosen_columns(left, o.left_columns, p.left_key, kLeft, "TableJoinOptions::left_columns");
   auto right_columns = chosen_columns(right, o.right_columns, p.right_key, kRight, "TableJoinOptions::right_columns");
@@ -194,3 +321,23 @@ JoinColumns join_columns(const TableView& left, const TableView& right, const Ta
 }
 
 }  // namespace mgjoin::table
+
+namespace mgjoin {
+
+void check_key_types(const std::vector<DType>& left_types, const std::vector<DType>& right_types,
+                     const TableJoinOptions& options) {
+  // Views of no rows: the names and types are all that the checks read.
+  const auto table_of = [](const std::vector<std::string>& names, const std::vector<DType>& types) {
+    MGJOIN_EXPECTS(names.size() == types.size(), "check_key_types: one type per key column");
+    TableView t;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (!t.find(names[i])) t.columns.push_back({names[i], ColumnView{nullptr, 0, types[i]}});  // twice: key_columns says
+    return t;
+  };
+  TableJoinOptions keys_only = options;  // the payload columns are not there to check
+  keys_only.left_columns.reset();
+  keys_only.right_columns.reset();
+  (void)table::join_columns(table_of(options.left_on, left_types), table_of(options.right_on, right_types), keys_only);
+}
+
+}  // namespace mgjoin

@@ -1,0 +1,70 @@
+// join_tables with keys compared by value through the GPU flows (join.gpus = 1 and 2; strategy Auto,
+// Paper and CoPartitioned each), against the by-value reference of key_values.hpp: integer keys of mixed
+// widths and signedness (uint64 against int64 included), float keys (float32 against float64, -0.0 and
+// NaN among them) and mixed composites, every kind and output form, alternately on a shared Engine and
+// through the overload that makes its own.
+#include <mgjoin/engine.hpp>
+#include <mgjoin/table.hpp>
+
+#include "common/engines.hpp"
+#include "common/gpu.hpp"
+#include "common/seed.hpp"
+#include "common/tier.hpp"
+#include "table/key_values.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mgjoin::test {
+namespace {
+
+constexpr std::uint64_t kGpuMemory = 1ull << 30;
+constexpr JoinStrategy kStrategies[] = {JoinStrategy::Auto, JoinStrategy::Paper, JoinStrategy::CoPartitioned};
+
+/// Each key type pair on g GPUs (the test's parameter) under every strategy: tables of random size, large
+/// enough that every flow splits them into partitions (quick tier: a few ten thousand rows a side; full:
+/// up to 100k).
+void check_on_gpus(int gpus, const std::vector<KeyTypePair>& pairs) {
+  Rng rng(announce_seed() ^ (static_cast<std::uint64_t>(gpus) * 0x9e3779b97f4a7c15ull));
+  Engine& engine = shared_engines().get(gpus, kGpuMemory);
+  int case_number = 0;
+  for (const JoinStrategy strategy : kStrategies)
+    for (const KeyTypePair& types : pairs) {
+      const std::int64_t rows = uniform(rng, 20'000, per_tier<std::int64_t>(40'000, 100'000));
+      const TableInput in = tables_by_value(types, rows, uniform(rng, rows / 2, rows), rng);
+      TableJoinOptions o;  // the EngineOptions part equals the shared engine's, as join_tables(Engine&) needs
+      o.join.gpus = gpus;
+      o.join.gpu_memory_limit = kGpuMemory;
+      o.join.strategy = strategy;
+      ASSERT_EQ(check_by_value(in, o, case_number++ % 2 ? nullptr : &engine), 0)
+          << in.shape << ", g=" << gpus << ", " << strategy_label(strategy);
+    }
+}
+
+class GpuKeysByValue : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuKeysByValue, MixedWidthIntegerKeys) {
+  MGJOIN_REQUIRE_GPUS(GetParam());
+  check_on_gpus(GetParam(), {{{DType::Int32}, {DType::Int64}},
+                             {{DType::UInt32}, {DType::Int64}},
+                             {{DType::UInt64}, {DType::Int64}},
+                             {{DType::Int64}, {DType::UInt32}},
+                             {{DType::UInt32}, {DType::Int32}},
+                             {{DType::Int16, DType::UInt8}, {DType::Int32, DType::UInt16}}});
+}
+
+TEST_P(GpuKeysByValue, FloatKeys) {
+  MGJOIN_REQUIRE_GPUS(GetParam());
+  check_on_gpus(GetParam(), {{{DType::Float64}, {DType::Float64}},
+                             {{DType::Float32}, {DType::Float64}},
+                             {{DType::Float32}, {DType::Float32}},
+                             {{DType::Float32, DType::Int16}, {DType::Float32, DType::UInt8}}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, GpuKeysByValue, ::testing::Values(1, 2),
+                         [](const auto& info) { return std::string(1, 'g').append(std::to_string(info.param)); });
+
+}  // namespace
+}  // namespace mgjoin::test
