@@ -116,9 +116,19 @@ inline std::vector<double> float_pool(DType t) {
   return pool;
 }
 
-/// A key column of `rows` values of `type`: mostly small numbers, a quarter from the pools above (the
+/// How a test's key values are drawn: numbers in [-spread, spread] (quarters of them for floats), and a
+/// share of the rows from the pools above. The CPU tests' few hundred rows take the defaults (many
+/// duplicates, so that every kind has matches); tables of tens of thousands of rows widen the spread
+/// and thin the pools, or the joins' outputs grow with the square of the rows (a quick-tier GPU test
+/// ran its first of 324 joins for over two minutes).
+struct KeyDraw {
+  std::int64_t spread = 20;
+  double pool_share = 0.25;
+};
+
+/// A key column of `rows` values of `type`: mostly numbers near zero, a share from the pools above (the
 /// values the type holds).
-inline OwnedColumn random_key_column(std::string name, DType type, std::int64_t rows, Rng& rng) {
+inline OwnedColumn random_key_column(std::string name, DType type, std::int64_t rows, Rng& rng, KeyDraw draw = {}) {
   OwnedColumn c = zero_column(std::move(name), type, rows);
   if (type == DType::Bool) {
     for (std::int64_t i = 0; i < rows; ++i) c.at(i)[0] = coin(rng) ? 1 : 0;
@@ -127,8 +137,9 @@ inline OwnedColumn random_key_column(std::string name, DType type, std::int64_t 
   if (is_float_type(type)) {
     const std::vector<double> pool = float_pool(type);
     for (std::int64_t i = 0; i < rows; ++i) {
-      const double d = coin(rng, 0.25) ? pool[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]
-                                       : static_cast<double>(uniform(rng, -40, 40)) / 4;
+      const double d = coin(rng, draw.pool_share)
+                           ? pool[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]
+                           : static_cast<double>(uniform(rng, -2 * draw.spread, 2 * draw.spread)) / 4;
       if (type == DType::Float32) {
         const float f = static_cast<float>(d);  // every pool value is in float's range
         std::memcpy(c.at(i), &f, 4);
@@ -142,8 +153,9 @@ inline OwnedColumn random_key_column(std::string name, DType type, std::int64_t 
   for (const Int128 v : integer_pool())
     if (v >= type_min(type) && v <= type_max(type)) pool.push_back(v);
   for (std::int64_t i = 0; i < rows; ++i)
-    set_integer(c, i, coin(rng, 0.25) ? pool[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]
-                                      : std::clamp<Int128>(uniform(rng, -20, 20), type_min(type), type_max(type)));
+    set_integer(c, i, coin(rng, draw.pool_share)
+                          ? pool[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]
+                          : std::clamp<Int128>(uniform(rng, -draw.spread, draw.spread), type_min(type), type_max(type)));
   return c;
 }
 
@@ -174,14 +186,15 @@ inline void add_row_numbers(TableInput& in) {
 
 /// Two tables of keys of `types` (columns "l0", "l1", ... and "r0", ...), each with its row number as an
 /// int64 payload ("lrow", "rrow"), so that the joined columns say which rows they came from.
-inline TableInput tables_by_value(const KeyTypePair& types, std::int64_t left_rows, std::int64_t right_rows, Rng& rng) {
+inline TableInput tables_by_value(const KeyTypePair& types, std::int64_t left_rows, std::int64_t right_rows, Rng& rng,
+                                  KeyDraw draw = {}) {
   TableInput in;
   in.shape = types.label() + " (" + std::to_string(left_rows) + " x " + std::to_string(right_rows) + " rows)";
   for (std::size_t i = 0; i < types.left.size(); ++i) {
     in.left_on.push_back(std::string(1, 'l').append(std::to_string(i)));  // not "l" + ...: GCC 12 warns
     in.right_on.push_back(std::string(1, 'r').append(std::to_string(i)));
-    in.left.columns.push_back(random_key_column(in.left_on.back(), types.left[i], left_rows, rng));
-    in.right.columns.push_back(random_key_column(in.right_on.back(), types.right[i], right_rows, rng));
+    in.left.columns.push_back(random_key_column(in.left_on.back(), types.left[i], left_rows, rng, draw));
+    in.right.columns.push_back(random_key_column(in.right_on.back(), types.right[i], right_rows, rng, draw));
   }
   add_row_numbers(in);
   return in;
