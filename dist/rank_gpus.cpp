@@ -64,14 +64,9 @@ struct Slice {
     if (w.payload_bytes) payload = DeviceBuffer(memory, n * static_cast<std::size_t>(w.payload_bytes));
   }
 
-  /// Issues the slice's H2D (the pointers say the direction: pinned memory copies asynchronously).
+  /// Issues the slice's H2D (the chunk router's step, on this path's own buffers).
   void copy_in(const RelationView& rel, const copart::Widths& w) {
-    if (rows == 0) return;
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys.data(), rel.key.data, static_cast<std::size_t>(rows) * w.key_bytes, cudaMemcpyDefault,
-                                    stream));
-    if (w.payload_bytes)
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload.data(), rel.payload->data, static_cast<std::size_t>(rows) * w.payload_bytes,
-                                      cudaMemcpyDefault, stream));
+    exec::copy_rows_in(keys.data(), payload.data(), rel, w, 0, rows, stream);
   }
 };
 
@@ -96,9 +91,8 @@ struct Outgoing {
     const copart::PartitionArgs a = exec::partition_args(
         w, side, key_xor, in.keys.data(), in.payload.data(), in.rows, static_cast<std::uint64_t>(first_row), keys.data(),
         payload.data(), reinterpret_cast<std::uint64_t*>(segments.data()), scratch.data(), scratch.size());
-    copart::partition_chunk(plan, a, in.stream);
     std::vector<std::uint64_t> seg(static_cast<std::size_t>(plan.gpus) + 1);
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(seg.data(), a.segments, seg.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, in.stream));
+    exec::partition_and_read_bounds(plan, a, seg.data(), in.stream);
     in.stream.synchronize();
     for (std::size_t d = 0; d < rows.size(); ++d) rows[d] = static_cast<std::int64_t>(seg[d + 1] - seg[d]);
   }

@@ -7,6 +7,11 @@
 //   rank i: R_i, S_i (host) ── H2D ─► partition by the plan ─► NCCL ─► rank d's GPU
 //           R'_i, S'_i (what rank i's GPU received) ─► one-GPU co-partitioned join ─► count │ output D2H
 //
+// Each slice is one chunk: the chunk router's round loop (engine/src/exec/chunk_router.hpp) has nothing
+// to overlap here, so this path takes the router's steps alone (exec::copy_rows_in, the partition and its
+// bounds: exec::partition_and_read_bounds) on buffers of its own, laid on the GPU's stack so that the sent
+// rows are freed before the local join takes the memory (a chunk slot's one allocation would not allow it).
+//
 // The rows travel through the host instead (distributed_join.cpp's shuffle) where the exchange is MPI's,
 // a rank joins on more than one GPU or the CPU, or some rank's GPU cannot hold its part: the slices, what
 // it receives and the local join beside them. Every rank learns that before any rows move (or, when the

@@ -35,6 +35,8 @@ set -uo pipefail
 source "$(dirname "$0")/device-env.sh"  # cd to the root, NCCL_NVLS_ENABLE=0, $B (binaries), $OUT (logs)
 # The copart suite's variants run their first two shapes and their last (tests/copart/flow_check.hpp).
 export MGJOIN_TEST_FEW_SHAPES=${MGJOIN_TEST_FEW_SHAPES:-1}
+# The CLI ends with _Exit (no teardown) unless told otherwise: memcheck's leak check needs the usual exit.
+export MGJOIN_FULL_EXIT=1
 # One folder beside $OUT (whose files the device tool brings back only a few of) for every invocation
 # on this machine, so that several in one device call add to one archive.
 logs=${MGJOIN_SAN_LOGS:-/tmp/mgjoin-sanitize-logs}

@@ -430,8 +430,10 @@ void run_join(const JoinArgs& args) {
   const fs::path out_dir = args.out_dir;
   if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
 
-  // Pinned host memory lets the GPUs copy at full PCIe speed; the CPU path needs none.
-  const bool gpus_used = args.engine.gpus != 0 && gpu::device_count() > 0;
+  // Pinned host memory lets the GPUs copy at full PCIe speed; the CPU path needs none. A small join
+  // with the GPUs left to choose never starts them (choose_executor): no CUDA call at all.
+  const ExecutorChoice where = choose_executor(options.join, r_src.columns.front().info.size, s_src.columns.front().info.size);
+  const bool gpus_used = where.executor == Executor::Gpus && gpu::device_count() > 0;
   const MemoryKind memory = gpus_used ? MemoryKind::Pinned : MemoryKind::Pageable;
   const bool payloads = options.output == TableOutput::Columns;
   const bool s_payloads = payloads && outputs_right_columns(options.how);
@@ -448,12 +450,13 @@ void run_join(const JoinArgs& args) {
     with_bar.join.progress = with_test_interrupt(bar.callback());
     result = join_tables(r.view, s.view, with_bar);
   }
-  std::string note = args.engine.gpus < 0 && !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "";
+  std::string note = where.executor == Executor::Cpu ? "" : !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "";
   if (!gpus_used && args.engine.strategy != "auto")
     note += " (--strategy " + args.engine.strategy + " chooses between the GPU flows: the CPU path has one)";
   if (!args.quiet) {
     std::fprintf(stderr, "mgjoin: executor: %s%s\n", result.join.executor.c_str(), note.c_str());
-    if (gpus_used) std::fprintf(stderr, "mgjoin: strategy: %s\n", result.join.strategy_reason.c_str());
+    if (gpus_used || where.executor == Executor::Cpu)
+      std::fprintf(stderr, "mgjoin: strategy: %s\n", result.join.strategy_reason.c_str());
     if (gpus_used && !result.gathers.empty()) std::fprintf(stderr, "mgjoin: %s\n", result.gathers.c_str());
   }
 

@@ -94,6 +94,24 @@ TEST_F(CliTest, EmptyRelationJoinsToNothing) {
   EXPECT_EQ(read_column(path("out/key.npy")).size(), 0);
 }
 
+// A small join with --gpus left out runs on the CPU without a CUDA call, and says why (join.hpp's
+// choose_executor); MGJOIN_CPU_ROUTE_ROWS moves the bound, and a bad value is refused naming it.
+TEST_F(CliTest, ASmallJoinRunsOnTheCpuAndSaysWhy) {
+  ASSERT_EQ(mgjoin("generate --workload A --scale 0.00001 --out-dir gen").exit_code, 0);  // 1000 + 10000 rows
+  CliResult r = mgjoin("join --r-dir gen --s-dir gen --count --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("count").get<std::uint64_t>(), 10'000u);
+  EXPECT_NE(j.at("strategy_reason").get<std::string>().find("11000 rows join on the CPU before the GPUs would start"),
+            std::string::npos) << r.out;
+  r = mgjoin("join --r-dir gen --s-dir gen --count", "env MGJOIN_CPU_ROUTE_ROWS=10999 ");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("rows join on the CPU before"), std::string::npos) << r.err;  // over the bound
+  r = mgjoin("join --r-dir gen --s-dir gen --count", "env MGJOIN_CPU_ROUTE_ROWS=lots ");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("MGJOIN_CPU_ROUTE_ROWS 'lots'"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, JsonSummaryParses) {
   ASSERT_EQ(mgjoin("generate --workload A --scale 0.00001 --out-dir gen").exit_code, 0);
   const CliResult r = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --out-dir out --json");

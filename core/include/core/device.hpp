@@ -8,15 +8,17 @@
 
 namespace mgjoin::gpu {
 
-/// Number of CUDA devices; 0 where there is no driver or no device (CI).
-inline int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+/// Number of CUDA devices; 0 where there is no driver or no device (CI). The process's first call
+/// starts the driver (cuInit: 0.4-1.1 s on the GPU machines measured); driver_start_seconds() keeps how
+/// long that took.
+int device_count();
+
+/// Seconds the first device_count() took (the driver's start), 0 before it was called.
+double driver_start_seconds();
+
+/// Makes a context on each of `devices` (CUDA's primary context, which every later call on the device
+/// uses), one thread per device: the driver makes contexts of different devices side by side.
+void start_contexts(const int* devices, int count);
 
 /// Makes `device` current for the guard's lifetime and restores the previous one after.
 class DeviceGuard {

@@ -43,6 +43,14 @@ class Engine {
   /// Device memory per GPU held by this engine's stacks.
   std::uint64_t device_bytes() const;
 
+  /// How long this engine took to start, in parts: "start.driver" (the process's first CUDA call, which
+  /// starts the driver: counted by the first engine only, 0 where something earlier made that call),
+  /// "start.gpu_set" (the topology, read from its cache, and the tuning file), "start.contexts" (a
+  /// context per GPU, made side by side), "start.device_memory" (free memory read, peer access, the
+  /// stacks taken) and "start.pinned" (the pinned range stacks). join() and the engine-less
+  /// join_tables() put them first in their result's phases.
+  const std::vector<PhaseStat>& startup() const;
+
   /// The library's own access to this engine's GPUs, stacks and tuning (its internal API,
   /// engine/src/api/engine_resources.hpp); the type is complete only inside libengine.
   detail::EngineResources& resources() const noexcept;

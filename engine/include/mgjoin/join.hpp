@@ -151,6 +151,23 @@ Exchange parse_exchange(std::string_view name, const std::string& what);
 /// Whether the paper flow's sort strategy `s` runs on `gpus` GPUs (the merge sort needs a power of two).
 bool sort_strategy_supported(SortStrategy s, int gpus);
 
+/// Where a join without an Engine (join(), the engine-less join_tables()) runs.
+enum class Executor : std::uint8_t { Cpu, Gpus };
+
+struct ExecutorChoice {
+  Executor executor = Executor::Gpus;
+  std::string reason;  ///< one line, for the CPU: why (empty for the GPUs: the flow choice says why)
+};
+
+/// The CPU when no GPU is asked for (gpus = 0, no gpu_ids), or when the GPUs are left to choose (gpus =
+/// -1, no gpu_ids, strategy Auto) and the join has at most MGJOIN_CPU_ROUTE_ROWS rows in all (R's and
+/// S's; environment, default 131072, 0 = never): the CPU path ends such a join in milliseconds, before
+/// the GPUs would have started (the driver's start and a context per GPU take 0.4-1.4 s on the machines
+/// measured: PERFORMANCE.md). The GPUs otherwise; join() then still takes the CPU path when none is
+/// found. Touches no GPU (a CPU route makes no CUDA call at all).
+/// @throw InputError when MGJOIN_CPU_ROUTE_ROWS is not a non-negative integer.
+ExecutorChoice choose_executor(const JoinOptions& options, std::int64_t r_rows, std::int64_t s_rows);
+
 /// Joins R and S on key equality. The paper flow sorts the inputs in place (keys with their payloads):
 /// ranges in OutputMode::Ranges index into the sorted inputs. The co-partitioned flow leaves them
 /// untouched; the CPU path sorts them in place.

@@ -25,6 +25,7 @@ JoinResult Engine::join(RelationView r, RelationView s, const JoinSettings& sett
 
 const std::vector<int>& Engine::devices() const { return resources_->devices(); }
 std::uint64_t Engine::device_bytes() const { return resources_->device_bytes(); }
+const std::vector<PhaseStat>& Engine::startup() const { return resources_->startup(); }
 detail::EngineResources& Engine::resources() const noexcept { return *resources_; }
 
 }  // namespace mgjoin

@@ -6,6 +6,7 @@
 #include "engine/src/sort/sort_phase.hpp"
 #include "host_merge/multiway_merge.hpp"
 #include "core/device.hpp"
+#include "core/timing.hpp"
 #include "topology/gpu_set.hpp"
 #include "topology/log.hpp"
 #include "topology/topology_cache.hpp"
@@ -15,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <string>
 
@@ -37,12 +39,18 @@ struct EngineResources::Machine {
   topology::Topology topo;
   std::optional<topology::TuningFile> tuning;
   std::vector<int> set;
+  std::vector<PhaseStat> startup;  ///< the driver's start, the GPU set's and the contexts'
+  timing::Clock::time_point probed;  ///< when the probe ended: the device memory's part starts there
 };
 
 EngineResources::Machine EngineResources::probe_machine(const EngineOptions& options) {
+  // The driver starts once per process: only the engine that started it counts its time.
+  static std::atomic<bool> driver_counted{false};
   const int present = gpu::device_count();
   MGJOIN_INPUT_EXPECTS(present > 0, "JoinOptions::gpus: no CUDA GPU found on this machine");
-  Machine m{topology::cached_topology(), std::nullopt, {}};
+  auto start = timing::Clock::now();
+  Machine m{topology::cached_topology(), std::nullopt, {}, {}, {}};
+  m.startup.push_back({"start.driver", driver_counted.exchange(true) ? 0.0 : gpu::driver_start_seconds()});
   const std::string tuning_path = options.tuning_file.empty() ? topology::default_tuning_path() : options.tuning_file;
   m.tuning = topology::read_tuning_file(tuning_path, m.topo);
   if (!options.gpu_ids.empty()) {
@@ -57,17 +65,25 @@ EngineResources::Machine EngineResources::probe_machine(const EngineOptions& opt
                         (!options.gpu_ids.empty() ? " (JoinOptions::gpu_ids)"
                          : m.tuning               ? " (tuning file " + tuning_path + ")"
                                                   : std::string(" (topology model)")));
+  m.startup.push_back({"start.gpu_set", timing::seconds_since(start)});
+  start = timing::Clock::now();
+  gpu::start_contexts(m.set.data(), static_cast<int>(m.set.size()));
+  m.startup.push_back({"start.contexts", timing::seconds_since(start)});
+  m.probed = timing::Clock::now();
   return m;
 }
 
 EngineResources::EngineResources(const EngineOptions& options) : EngineResources(options, probe_machine(options)) {}
 
 EngineResources::EngineResources(const EngineOptions& options, Machine&& m)
-    : made_with_(options), devices_(std::move(m.set)),
+    : startup_(std::move(m.startup)), made_with_(options), devices_(std::move(m.set)),
       device_bytes_(sort::usable_device_bytes(sort::free_device_bytes(devices_), options.gpu_memory_limit)),
       tuning_(std::move(m.tuning)), peers_(devices_), topo_(std::move(m.topo)), ranges_(devices_, topo_) {
   for (const int d : devices_) stacks_.add(d, device_bytes_);
+  startup_.push_back({"start.device_memory", timing::seconds_since(m.probed)});
+  const auto start = timing::Clock::now();
   ranges_.make(exec::kMinRangeBytes);
+  startup_.push_back({"start.pinned", timing::seconds_since(start)});
 }
 
 Rates EngineResources::rates() const {

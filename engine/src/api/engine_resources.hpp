@@ -38,6 +38,8 @@ class EngineResources {
   const EngineOptions& made_with() const { return made_with_; }
   const std::vector<int>& devices() const { return devices_; }
   std::uint64_t device_bytes() const { return device_bytes_; }
+  /// Engine::startup()'s parts.
+  const std::vector<PhaseStat>& startup() const { return startup_; }
   /// Each GPU's device stack, in the order of devices(); empty between joins.
   std::span<alloc::DeviceStackAllocator* const> device_stacks() const { return stacks_.view(); }
   /// The rates of the engine's GPUs together (its tuning file's, or defaults).
@@ -66,6 +68,7 @@ class EngineResources {
   static Machine probe_machine(const EngineOptions& options);
   EngineResources(const EngineOptions& options, Machine&& machine);
 
+  std::vector<PhaseStat> startup_;  ///< first: the probe's parts are moved in before the members are made
   EngineOptions made_with_;
   std::vector<int> devices_;
   std::uint64_t device_bytes_ = 0;

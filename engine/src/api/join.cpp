@@ -88,14 +88,14 @@ bool sort_strategy_supported(SortStrategy s, int gpus) {
 }
 
 namespace {
-JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) {
+JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options, std::string reason) {
   const detail::CancelScope cancel(options.cancel);
   detail::expect_inputs_keepable(options);
   std::optional<detail::KeptInputs> kept;  // the CPU path sorts in place
   if (options.keep_inputs) kept = detail::copy_inputs(r, s);
   JoinResult result = kept ? detail::cpu_join(kept->r, kept->s, options) : detail::cpu_join(r, s, options);
   result.strategy = JoinStrategy::Paper;
-  result.strategy_reason = "CPU path (no GPUs asked for, or none on this machine)";
+  result.strategy_reason = std::move(reason);
   return result;
 }
 }  // namespace
@@ -103,15 +103,18 @@ JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options) 
 JoinResult join(RelationView r, RelationView s, const JoinOptions& options) {
   validate_relations(r, s);
   alloc::check_host_memory_environment();
-  const bool gpus_named = options.gpus > 0 || !options.gpu_ids.empty();
-  if (options.gpus == 0 && options.gpu_ids.empty()) return cpu_path(r, s, options);
+  const ExecutorChoice where = choose_executor(options, r.size(), s.size());
+  if (where.executor == Executor::Cpu) return cpu_path(r, s, options, where.reason);
   if (gpu::device_count() == 0) {
-    MGJOIN_INPUT_EXPECTS(!gpus_named, std::string(options.gpu_ids.empty() ? "JoinOptions::gpus" : "JoinOptions::gpu_ids") +
-                                          ": GPUs were asked for but no CUDA GPU was found on this machine");
-    return cpu_path(r, s, options);  // the default (all GPUs) on a machine without any
+    MGJOIN_INPUT_EXPECTS(options.gpus < 0 && options.gpu_ids.empty(),
+                         std::string(options.gpu_ids.empty() ? "JoinOptions::gpus" : "JoinOptions::gpu_ids") +
+                             ": GPUs were asked for but no CUDA GPU was found on this machine");
+    return cpu_path(r, s, options, "CPU path (no CUDA GPU on this machine)");  // the default (all GPUs) without any
   }
   Engine engine(options);
-  return detail::join_on(engine.resources(), r, s, options);
+  JoinResult result = detail::join_on(engine.resources(), r, s, options);
+  result.phases.insert(result.phases.begin(), engine.startup().begin(), engine.startup().end());
+  return result;
 }
 
 }  // namespace mgjoin

@@ -26,15 +26,21 @@ ChunkSlot::ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::Pin
   part_done = gpu::Event(device, false);
 }
 
+std::uint64_t copy_rows_in(void* keys, void* payload, const RelationView& rel, const Widths& w, std::int64_t first,
+                           std::int64_t n, cudaStream_t stream) {
+  if (n == 0) return 0;
+  MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys, row_at(rel.key.data, first, w.key_bytes), n * w.key_bytes, cudaMemcpyDefault, stream));
+  if (w.payload_bytes)
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload, row_at(rel.payload->data, first, w.payload_bytes), n * w.payload_bytes,
+                                    cudaMemcpyDefault, stream));
+  return static_cast<std::uint64_t>(n) * (w.key_bytes + w.payload_bytes);
+}
+
 std::uint64_t ChunkSlot::copy_in(const RelationView& rel, const Widths& w, std::int64_t first, std::int64_t n,
                                  cudaStream_t h2d) {
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(in_keys.data(), row_at(rel.key.data, first, w.key_bytes), n * w.key_bytes,
-                                  cudaMemcpyHostToDevice, h2d));
-  if (w.payload_bytes)
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(in_payload.data(), row_at(rel.payload->data, first, w.payload_bytes), n * w.payload_bytes,
-                                    cudaMemcpyHostToDevice, h2d));
+  const std::uint64_t bytes = copy_rows_in(in_keys.data(), in_payload.data(), rel, w, first, n, h2d);
   h2d_done.record(h2d);
-  return static_cast<std::uint64_t>(n) * (w.key_bytes + w.payload_bytes);
+  return bytes;
 }
 
 PartitionArgs partition_args(const Widths& w, Side side, std::uint64_t key_xor, const void* keys, const void* payload,
@@ -62,10 +68,15 @@ PartitionArgs ChunkSlot::partition_args(const Widths& w, Side side, std::uint64_
                               scratch.data(), scratch.size());
 }
 
+void partition_and_read_bounds(const PartitionPlan& plan, const PartitionArgs& args, std::uint64_t* segments_host,
+                               cudaStream_t stream) {
+  copart::partition_chunk(plan, args, stream);
+  MGJOIN_CUDA_TRY(cudaMemcpyAsync(segments_host, args.segments, (plan.gpus + 1) * sizeof(std::uint64_t),
+                                  cudaMemcpyDeviceToHost, stream));
+}
+
 void ChunkSlot::partition(const PartitionPlan& plan, const PartitionArgs& args, cudaStream_t part) {
-  copart::partition_chunk(plan, args, part);
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(segments_host.data(), segments.data(), (plan.gpus + 1) * sizeof(std::uint64_t),
-                                  cudaMemcpyDeviceToHost, part));
+  partition_and_read_bounds(plan, args, reinterpret_cast<std::uint64_t*>(segments_host.data()), part);
   part_done.record(part);
 }
 

@@ -55,6 +55,17 @@ struct ChunkSlot {
   void partition(const PartitionPlan& plan, const PartitionArgs& args, cudaStream_t part);
 };
 
+/// The steps of a slot, for a path that keeps its own buffers (dist/rank_gpus.cpp: one chunk per rank,
+/// its sent rows freed before the rank's local join, which a slot's one allocation would not allow):
+/// rows [first, first + n) of `rel` (its keys, and its payloads when `w` moves them) into `keys`/`payload`
+/// on the device, on `stream` (the pointers say the direction). Returns the bytes copied.
+std::uint64_t copy_rows_in(void* keys, void* payload, const RelationView& rel, const Widths& w, std::int64_t first,
+                           std::int64_t n, cudaStream_t stream);
+
+/// Partitions by `plan` on `stream` and copies the segment bounds (plan.gpus + 1 of them) to `segments_host`.
+void partition_and_read_bounds(const PartitionPlan& plan, const PartitionArgs& args, std::uint64_t* segments_host,
+                               cudaStream_t stream);
+
 /// The partition kernel's arguments for `n` rows of `side` at `keys`/`payload` (device memory, the user's
 /// key form), global row `first_row` on, into `keys_out`/`payload_out` with segment bounds at `segments`.
 PartitionArgs partition_args(const Widths& w, Side side, std::uint64_t key_xor, const void* keys, const void* payload,

@@ -386,10 +386,13 @@ TableJoinResult join_tables(const TableView& left, const TableView& right, const
   const JoinOptions& j = options.join;
   // On GPUs, one engine for the whole call (a semi join may join twice, and the gathers use its GPUs).
   // Without a GPU, join() runs the CPU path or refuses GPUs asked for by name, with its own message.
-  if ((j.gpus != 0 || !j.gpu_ids.empty()) && gpu::device_count() > 0) {
+  // A small join with the GPUs left to choose runs on the CPU without starting them (choose_executor).
+  if (choose_executor(j, left.rows(), right.rows()).executor == Executor::Gpus && gpu::device_count() > 0) {
     (void)plan_join(left, right, options);  // the tables' errors first, before the GPUs' memory is taken
     Engine engine(j);
-    return join_tables(engine, left, right, options);
+    TableJoinResult result = join_tables(engine, left, right, options);
+    result.join.phases.insert(result.join.phases.begin(), engine.startup().begin(), engine.startup().end());
+    return result;
   }
   return run(left, right, options, Backend{[](RelationView r, RelationView s, const JoinOptions& o) { return join(r, s, o); }});
 }
