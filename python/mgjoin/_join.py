@@ -9,6 +9,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _mgjoin
+from ._nulls import key_validity, maps_with_null_keys, table_from_maps
 from ._progress import progress_callback
 from ._tables import ROW_NUMBERS, VALID_SUFFIX, Column, InputTable, arrow_array, convert, take
 
@@ -288,6 +289,7 @@ def join(
     info: Optional[dict] = None,
     engine: Optional["Engine"] = None,
     gather_on: str = "auto",
+    nulls_equal: bool = False,
 ) -> Any:
     """Equi-join of two tables on key columns, on all GPUs (or the CPU path without GPUs).
 
@@ -312,7 +314,8 @@ def join(
             a composite key. Or give ``left_on`` and ``right_on``. Keys compare by value: integers of any
             width and signedness, float32 with float64 (-0.0 equals 0.0, NaN equals NaN), bool with bool,
             dates, times, timestamps and durations with their own type (unit and zone), decimals of one
-            scale.
+            scale. A null key matches nothing, as SQL's ``=`` (see ``nulls_equal``): inner and semi joins
+            leave its row out, left, right and full joins keep it unmatched, anti joins keep it.
         how: "inner", "left", "right", "full" (or "outer"), "semi" ("left_semi"), "anti" ("left_anti"),
             "right_semi" or "right_anti".
         output: "table" (a pyarrow.Table, or see ``to``), "gather_maps" (``(left_rows, right_rows)`` int64
@@ -336,6 +339,8 @@ def join(
         info: a dict to fill with the run's details: executor, strategy, strategy_reason, seconds,
             join_seconds, phases, materialization, gathers (where late materialization gathered the
             payload columns: the CPU or GPUs, and the prediction that chose it), peak_host_bytes.
+        nulls_equal: True makes null keys match each other (SQL's ``IS NOT DISTINCT FROM``, per component
+            of a composite key: rows match where each component is equal or null on both sides).
         engine: an ``mgjoin.Engine`` to join on: its GPUs and memory, taken once for many joins (then
             leave gpus, gpu_memory_limit and tuning_file unset). Without one, each call takes the
             GPUs' memory for itself (about a second) and gives it back.
@@ -359,6 +364,8 @@ def join(
         raise ValueError(f"how {how!r}: expected {_HOW_NAMES}")
     if to not in _TO:
         raise ValueError(f"to={to!r}: expected 'arrow', 'pandas' or 'polars'")
+    if not isinstance(nulls_equal, (bool, np.bool_)):
+        raise ValueError(f"nulls_equal={nulls_equal!r}: expected True or False")
     kind, swapped = _HOWS[how]
     right_too = kind not in ("semi", "anti")
     keys = _key_names(on, left_on, right_on)
@@ -383,38 +390,70 @@ def join(
     right_arrays, right_meta = convert(tables[1], keys[1], payloads[1])
     meta = (left_meta, right_meta)
     _check_key_types(keys, meta)
-    chosen_for_engine = [_engine_payloads(columns, side, meta[side]) for side in (0, 1)]
-    for side, arrays in ((0, left_arrays), (1, right_arrays)):
-        if ROW_NUMBERS in chosen_for_engine[side]:
-            arrays[ROW_NUMBERS] = np.arange(len(meta[side][keys[side][0]].values), dtype=np.int64)
+    valid = (key_validity(meta[0], keys[0]), key_validity(meta[1], keys[1]))
+    null_keys = valid[0] is not None or valid[1] is not None
+    results: list[dict] = []
+
+    def run(left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str,
+            output: str, left_columns: list[str], right_columns: list[str]) -> dict:
+        result = _mgjoin.join_tables(
+            left_arrays, right_arrays, left_on=left_on, right_on=right_on, how=how, output=output,
+            left_columns=left_columns, right_columns=right_columns, gpus=gpu_count, gpu_ids=gpu_ids,
+            gpu_memory_limit=memory_limit, strategy=strategy, gather_on=gather_on, tuning_file=tuning_file or "",
+            progress=report, engine=engine._engine() if engine is not None else None)
+        results.append(result)
+        return result
+
+    def run_to_maps(left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str) -> tuple:
+        result = run(left_arrays, right_arrays, left_on, right_on, how, "maps", [], [])
+        return result["left_rows"], result["right_rows"]
 
     with progress_callback(progress) as report, _engine_errors():
-        result = _mgjoin.join_tables(
-            left_arrays,
-            right_arrays,
-            left_on=keys[0],
-            right_on=keys[1],
-            how=kind,
-            output=_OUTPUTS[output],
-            left_columns=chosen_for_engine[0],
-            right_columns=chosen_for_engine[1] if right_too else [],
-            gpus=gpu_count,
-            gpu_ids=gpu_ids,
-            gpu_memory_limit=memory_limit,
-            strategy=strategy,
-            gather_on=gather_on,
-            tuning_file=tuning_file or "",
-            progress=report,
-            engine=engine._engine() if engine is not None else None,
-        )
+        if not null_keys:
+            chosen_for_engine = [_engine_payloads(columns, side, meta[side]) for side in (0, 1)]
+            for side, arrays in ((0, left_arrays), (1, right_arrays)):
+                if ROW_NUMBERS in chosen_for_engine[side]:
+                    arrays[ROW_NUMBERS] = np.arange(len(meta[side][keys[side][0]].values), dtype=np.int64)
+            result = run(left_arrays, right_arrays, keys[0], keys[1], kind, _OUTPUTS[output],
+                         chosen_for_engine[0], chosen_for_engine[1] if right_too else [])
+        else:  # SQL's null keys: the rows with valid keys through the engine, the others around it
+            key_types = _shared_key_types(keys, meta, kind, columns)
+            maps = maps_with_null_keys(run_to_maps, kind, keys, meta, valid, nulls_equal)
     if info is not None:
-        info.update({k: v for k, v in result.items() if k not in ("columns", "left_rows", "right_rows")})
+        info.update({k: v for k, v in results[0].items() if k not in ("columns", "left_rows", "right_rows")})
+    if null_keys:
+        if output == "count":
+            return len(maps[0])
+        if output == "gather_maps":
+            return maps[::-1] if swapped else maps
+        return _convert_table(table_from_maps(maps, columns, meta, keys, key_types), to)
     if output == "count":
         return int(result["count"])
     if output == "gather_maps":
         maps = (result["left_rows"], result["right_rows"])
         return maps[::-1] if swapped else maps
     return _convert_table(_table(result, columns, meta, keys), to)
+
+
+def _shared_key_types(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column], dict[str, Column]],
+                      kind: str, columns: list[_Output]) -> dict[str, Any]:
+    """The Arrow type of each key column both sides share, as the engine's own join would give it (an
+    engine join of no rows on the CPU path says, and refuses what it refuses)."""
+    import pyarrow as pa
+
+    shared = [o.column for o in columns if o.shared_key]
+    if not shared:
+        return {}
+    empty = [{k: np.empty(0, meta[side][k].values.dtype) for k in keys[side]} for side in (0, 1)]
+    result = _mgjoin.join_tables(empty[0], empty[1], left_on=keys[0], right_on=keys[1], how=kind, output="columns",
+                                 left_columns=[], right_columns=[], gpus=0)
+    arrays = dict(result["columns"])
+    types = {}
+    for name in shared:
+        values = arrays["key" if len(keys[0]) == 1 else f"key.{name}"]
+        right = meta[1][keys[1][keys[0].index(name)]]
+        types[name] = _shared_key_type(meta[0][name], right, values) or pa.from_numpy_dtype(values.dtype)
+    return types
 
 
 class Engine:

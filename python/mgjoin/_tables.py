@@ -21,8 +21,8 @@ column of a type the engine does not carry (strings, binaries, decimal128/256, o
 widths, dictionaries, nested types) is not sent to it: it is gathered by pyarrow's ``take`` with the
 join's row numbers (``Column.arrow``); a type ``take`` cannot gather is refused before the join.
 
-Nulls: a key column with nulls is refused (ValueError). A payload column's nulls travel as a validity
-column beside it and come back as Arrow nulls.
+Nulls: each column's nulls travel as its validity (``Column.valid``); a payload's as a validity column
+beside it, a key's to the null-key rules of ``_nulls.py``.
 """
 from __future__ import annotations
 
@@ -256,9 +256,6 @@ class InputTable:
         if is_key and column.arrow_type is not None and _pyarrow().types.is_float16(column.arrow_type):
             # Its integer storage would tell -0.0 from 0.0 and one NaN from another.
             column.unsupported_key = f"{what}: unsupported type halffloat (cast it to float32; {KEY_TYPES})"
-        if column.valid is not None and is_key:
-            nulls = int(column.valid.size - np.count_nonzero(column.valid))
-            raise ValueError(f"{what}: has {nulls} null(s); keys must not be null (drop those rows first)")
         return column
 
 

@@ -78,13 +78,14 @@ def values_of(rng, t, n, null_share=0.15):
     return pa.array(text, t)
 
 
-def typed_tables(rng, n_left=160, n_right=120, key_range=60):
-    """Two tables of an int64 key and a column of every type each (l0.. and r0..): the left one sliced from
-    a longer one (its arrays start at an offset), the right one in two chunks."""
+def typed_tables(rng, n_left=160, n_right=120, key_range=60, key_nulls=0.0):
+    """Two tables of an int64 key (key_nulls of it null) and a column of every type each (l0.. and r0..):
+    the left one sliced from a longer one (its arrays start at an offset), the right one in two chunks."""
     pad = 5
-    left = {"k": pa.array(rng.integers(0, key_range, n_left + pad))}
+    left = {"k": pa.array(rng.integers(0, key_range, n_left + pad), mask=rng.random(n_left + pad) < key_nulls)}
     left.update({f"l{i}": values_of(rng, t, n_left + pad) for i, t in enumerate(TYPES)})
-    right = {"k": pa.array(rng.integers(key_range // 3, key_range + key_range // 3, n_right))}
+    right = {"k": pa.array(rng.integers(key_range // 3, key_range + key_range // 3, n_right),
+                           mask=rng.random(n_right) < key_nulls)}
     right.update({f"r{i}": values_of(rng, t, n_right) for i, t in enumerate(TYPES)})
     left_table = pa.table(left).slice(pad - 2, n_left)
     right_table = pa.Table.from_batches(pa.table(right).to_batches(max_chunksize=n_right // 2 + 1))
@@ -115,9 +116,10 @@ def got_rows(table):
     return sorted(map(repr, zip(*[table.column(n).to_pylist() for n in table.column_names])))
 
 
+@pytest.mark.parametrize("key_nulls", [0.0, 0.1])
 @pytest.mark.parametrize("how", HOWS)
-def test_every_type_as_payload_through_each_join_kind(rng, where, how):
-    left, right = typed_tables(rng)
+def test_every_type_as_payload_through_each_join_kind(rng, where, how, key_nulls):
+    left, right = typed_tables(rng, key_nulls=key_nulls)  # null keys: the columns gathered by the maps
     got = mgjoin.join(left, right, on="k", how=how, **where)
     maps = duckdb_maps([left.column("k")], [right.column("k")], how)
     assert got_rows(got) == expected_rows(left, right, maps)
@@ -160,8 +162,8 @@ def test_sliced_arrays_keep_their_offsets(rng, where):
 @pytest.mark.parametrize("how", ["inner", "full", "anti"])
 def test_dates_timestamps_and_decimals_as_keys(rng, where, key_type, how):
     n, m = 200, 150
-    left_key = values_of(rng, key_type, n, 0)
-    right_key = pa.concat_arrays([left_key.slice(0, m // 2), values_of(rng, key_type, m - m // 2, 0)])
+    left_key = values_of(rng, key_type, n)
+    right_key = pa.concat_arrays([left_key.slice(0, m // 2), values_of(rng, key_type, m - m // 2)])
     left = pa.table({"k": left_key, "v": pa.array(np.arange(n))})
     right = pa.table({"k": right_key, "w": pa.array(np.arange(m) * 10)})
     got = mgjoin.join(left, right, on="k", how=how, **where)
@@ -176,12 +178,12 @@ def test_dates_timestamps_and_decimals_as_keys(rng, where, key_type, how):
 
 
 def test_decimal_keys_of_one_scale_join_whatever_their_precision(where):
-    left = pa.table({"k": pa.array([100, 250, -5], pa.int32()).view(pa.decimal32(5, 2))})
+    left = pa.table({"k": pa.array([100, 250, -5, None], pa.int32()).view(pa.decimal32(5, 2))})
     right = pa.table({"k": pa.array([250, 7, -5], pa.int64()).view(pa.decimal64(17, 2)), "w": [1, 2, 3]})
     got = mgjoin.join(left, right, on="k", how="full", **where)
     assert got.schema.field("k").type == pa.decimal64(17, 2)
     assert got_rows(got) == sorted(map(repr, [(Decimal("2.50"), 1), (Decimal("-0.05"), 3), (Decimal("1.00"), None),
-                                               (Decimal("0.07"), 2)]))
+                                               (None, None), (Decimal("0.07"), 2)]))
 
 
 @pytest.mark.parametrize("left_type,right_type,why", [
