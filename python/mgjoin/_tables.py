@@ -121,7 +121,9 @@ def _from_numpy(values: np.ndarray, what: str) -> Column:
         pa = _pyarrow()
         arrow_type = pa.from_numpy_dtype(values.dtype)
         storage = np.dtype(f"int{values.dtype.itemsize * 8}")
-        return Column(_check_numpy(values.view(storage), what), None, arrow_type)
+        nat = np.isnat(values) if values.dtype.kind in "Mm" and values.ndim == 1 else None
+        valid = ~nat if nat is not None and nat.any() else None  # NaT is null, as pyarrow and pandas read it
+        return Column(_check_numpy(values.view(storage), what), valid, arrow_type)
     return Column(_check_numpy(values, what))
 
 

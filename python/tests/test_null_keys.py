@@ -139,3 +139,14 @@ def test_a_side_whose_keys_are_all_null(where):
 def test_nulls_equal_must_be_a_bool():
     with pytest.raises(ValueError, match="nulls_equal='yes'"):
         mgjoin.join({"k": np.arange(3)}, {"k": np.arange(3)}, on="k", nulls_equal="yes", gpus=0)
+
+
+def test_nat_is_null_in_numpy_and_pandas_datetime_columns(where):
+    stamps = np.array(["2024-01-01", "NaT", "2024-01-03"], dtype="datetime64[ns]")
+    left = pd.DataFrame({"t": stamps, "v": [1, 2, 3]})
+    right = {"t": np.array(["NaT", "2024-01-03"], dtype="datetime64[ns]"), "d": np.array([1, "NaT"], "timedelta64[s]")}
+    got = mgjoin.join(left, right, on="t", how="left", **where)
+    assert got.schema.field("t").type == pa.timestamp("ns") and got.schema.field("d").type == pa.duration("s")
+    assert sorted(map(repr, zip(*got.to_pydict().values()))) == sorted(map(repr, zip(
+        *pa.table({"t": stamps, "v": [1, 2, 3], "d": pa.array([None, None, None], pa.duration("s"))}).to_pydict().values())))
+    assert mgjoin.join(left, right, on="t", nulls_equal=True, output="count", **where) == 2
