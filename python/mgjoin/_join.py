@@ -9,8 +9,9 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _mgjoin
+from ._nulls import key_validity, maps_with_null_keys, table_from_maps
 from ._progress import progress_callback
-from ._tables import ROW_NUMBERS, VALID_SUFFIX, Column, InputTable, convert
+from ._tables import ROW_NUMBERS, VALID_SUFFIX, Column, InputTable, arrow_array, convert, take
 
 _OUTPUTS = {"table": "columns", "gather_maps": "maps", "count": "count"}
 _TO = ("arrow", "pandas", "polars")
@@ -174,28 +175,8 @@ def _engine_payloads(columns: list[_Output], side: int, meta: dict[str, Column])
     return chosen + ([ROW_NUMBERS] if rows else [])
 
 
-def _arrow_column(pa: Any, values: np.ndarray, null: Optional[np.ndarray], column: Optional[Column]) -> Any:
-    """A pyarrow array over `values` (no copy but for bool values), null where `null` is True."""
-    array = pa.array(values, mask=null) if null is not None and null.any() else pa.array(values)
-    if column is not None and column.arrow_type is not None:
-        array = array.view(column.arrow_type)
-    return array
-
-
-def _take(pa: Any, array: Any, indices: Any) -> Any:
-    """array.take(indices); the view types that pyarrow's take has no kernel for (Polars exports its strings
-    as string_view) are taken as their large counterparts."""
-    try:
-        return array.take(indices)
-    except pa.ArrowNotImplementedError:
-        for view, large in (("string_view", pa.large_string), ("binary_view", pa.large_binary)):
-            if hasattr(pa, view) and array.type == getattr(pa, view)():  # pyarrow >= 16 has view types
-                return array.cast(large()).take(indices)
-        raise
-
-
 def _table(result: dict, columns: list[_Output], meta: tuple[dict[str, Column], dict[str, Column]],
-           left_keys: list[str]) -> Any:
+           keys: tuple[list[str], list[str]]) -> Any:
     """The output as a pyarrow.Table: the engine's key and payload columns (each outer side's missing rows,
     r.valid / s.valid, and each payload's own nulls as Arrow nulls) and the columns pyarrow gathers by the
     row numbers."""
@@ -207,19 +188,20 @@ def _table(result: dict, columns: list[_Output], meta: tuple[dict[str, Column], 
     for o in columns:
         column = meta[o.side][o.column]
         if o.shared_key:  # the engine's coalesced key: a value on every row
-            values = arrays["key" if len(left_keys) == 1 else f"key.{o.column}"]
-            out.append(_arrow_column(pa, values, None, column))
+            values = arrays["key" if len(keys[0]) == 1 else f"key.{o.column}"]
+            right = meta[1][keys[1][keys[0].index(o.column)]]
+            out.append(arrow_array(values, None, _shared_key_type(column, right, values)))
             continue
         prefix = "rs"[o.side]
         null = missing.get(o.side)
         if column.values is None:  # gathered by pyarrow, by the row numbers
             rows = arrays[f"{prefix}.{ROW_NUMBERS}"]
-            out.append(_take(pa, column.arrow, pa.array(rows, mask=null) if null is not None and null.any() else rows))
+            out.append(take(column.arrow, pa.array(rows, mask=null) if null is not None and null.any() else rows))
             continue
         own_valid = arrays.get(f"{prefix}.{o.column}{VALID_SUFFIX}")
         if own_valid is not None:
             null = ~own_valid if null is None else null | ~own_valid
-        out.append(_arrow_column(pa, arrays[f"{prefix}.{o.column}"], null, column))
+        out.append(arrow_array(arrays[f"{prefix}.{o.column}"], null, column.arrow_type))
     return pa.Table.from_arrays(out, names=[o.name for o in columns])
 
 
@@ -235,14 +217,55 @@ def _convert_table(table: Any, to: str) -> Any:
     return polars.from_arrow(table)
 
 
+def _key_family(pa: Any, t: Any) -> Optional[str]:
+    """"text" or "binary" for the string and binary types, which never compare with each other."""
+    if t is None:
+        return None
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":
+        return "text"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or str(t) == "binary_view" or pa.types.is_fixed_size_binary(t):
+        return "binary"
+    return None
+
+
 def _check_key_types(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column], dict[str, Column]]) -> None:
-    """Dates, times, timestamps and durations join only their own Arrow type (the engine compares their
-    integer storage); numbers compare by value in the engine."""
+    """Keys that cannot be compared as they are are refused, naming both columns, rather than cast: string
+    against binary, two decimals of different scales, two temporal (or fixed_size_binary) types that are
+    not the same type (units, zones, widths). Then a key of a type that cannot be a key, naming it.
+    Numbers compare by value in the engine."""
+    import pyarrow as pa
+
     for lk, rk in zip(*keys):
-        lt, rt = meta[0][lk].arrow_type, meta[1][rk].arrow_type
+        left, right = meta[0][lk], meta[1][rk]
+        lt = left.arrow_type if left.values is not None else left.arrow.type
+        rt = right.arrow_type if right.values is not None else right.arrow.type
+        differ = (f"key types differ: left column {lk!r} is {left.type_name()}, right column {rk!r} is "
+                  f"{right.type_name()}")
+        families = {_key_family(pa, lt), _key_family(pa, rt)}
+        if families == {"text", "binary"}:
+            raise ValueError(f"{differ}: string and binary keys do not compare (cast one side)")
+        for column in (left, right):
+            if column.unsupported_key is not None:
+                raise ValueError(column.unsupported_key)
+        if lt is not None and rt is not None and pa.types.is_decimal(lt) and pa.types.is_decimal(rt):
+            if lt.scale != rt.scale:
+                raise ValueError(f"{differ}: decimals of different scales (cast one side to the other's)")
+            continue  # the same scale: their integers compare by value, whatever their precisions
         if lt != rt and (lt is not None or rt is not None):
-            raise ValueError(f"key types differ: left column {lk!r} is {lt or meta[0][lk].values.dtype}, "
-                             f"right column {rk!r} is {rt or meta[1][rk].values.dtype}")
+            raise ValueError(differ)
+
+
+def _shared_key_type(left: Column, right: Column, values: np.ndarray) -> Any:
+    """The Arrow type of a key column both sides share, over the engine's values of it: the sides' own type
+    (temporal and other typed keys are of one type; decimals of one scale take the larger precision at
+    the engine's width), or None for numbers."""
+    import pyarrow as pa
+
+    lt, rt = left.arrow_type, right.arrow_type
+    if lt is None or not pa.types.is_decimal(lt) or lt == rt:
+        return lt
+    precision = min(max(lt.precision, rt.precision), {4: 9, 8: 18}[values.itemsize])
+    return getattr(pa, f"decimal{values.itemsize * 8}")(precision, lt.scale)
 
 
 def join(
@@ -266,15 +289,18 @@ def join(
     info: Optional[dict] = None,
     engine: Optional["Engine"] = None,
     gather_on: str = "auto",
+    nulls_equal: bool = False,
 ) -> Any:
     """Equi-join of two tables on key columns, on all GPUs (or the CPU path without GPUs).
 
     ``left`` and ``right`` are each a ``pyarrow.Table`` (or RecordBatch), a ``pandas.DataFrame``, a
     mapping of column name to 1-D array, or any object with the Arrow PyCapsule interface (a Polars
     DataFrame, a DuckDB relation). Key and payload columns of int8 ... int64, uint8 ... uint64, float32,
-    float64, bool, or Arrow date/time/timestamp/duration go to the engine without a copy where their layout
-    allows (see docs/PYTHON.md, Zero-copy); payload columns of other types (strings, decimals, categories)
-    are gathered by pyarrow. Columns the join does not use are never read. The inputs are never modified.
+    float64, bool, and of the Arrow types stored as such integers (date, time, timestamp, duration,
+    decimal32/64, float16, fixed_size_binary of 1, 2, 4 or 8 bytes) go to the engine without a copy where
+    their layout allows (see docs/PYTHON.md, Types and Zero-copy); payload columns of other types (strings,
+    binaries, decimal128/256, categories, nested types) are gathered by pyarrow. Every output column keeps
+    its Arrow type. Columns the join does not use are never read. The inputs are never modified.
 
     Example::
 
@@ -286,7 +312,10 @@ def join(
     Args:
         on: key column name(s), the same in both tables; several columns of at most 8 bytes together form
             a composite key. Or give ``left_on`` and ``right_on``. Keys compare by value: integers of any
-            width and signedness, float32 with float64 (-0.0 equals 0.0, NaN equals NaN), bool with bool.
+            width and signedness, float32 with float64 (-0.0 equals 0.0, NaN equals NaN), bool with bool,
+            dates, times, timestamps and durations with their own type (unit and zone), decimals of one
+            scale. A null key matches nothing, as SQL's ``=`` (see ``nulls_equal``): inner and semi joins
+            leave its row out, left, right and full joins keep it unmatched, anti joins keep it.
         how: "inner", "left", "right", "full" (or "outer"), "semi" ("left_semi"), "anti" ("left_anti"),
             "right_semi" or "right_anti".
         output: "table" (a pyarrow.Table, or see ``to``), "gather_maps" (``(left_rows, right_rows)`` int64
@@ -310,6 +339,8 @@ def join(
         info: a dict to fill with the run's details: executor, strategy, strategy_reason, seconds,
             join_seconds, phases, materialization, gathers (where late materialization gathered the
             payload columns: the CPU or GPUs, and the prediction that chose it), peak_host_bytes.
+        nulls_equal: True makes null keys match each other (SQL's ``IS NOT DISTINCT FROM``, per component
+            of a composite key: rows match where each component is equal or null on both sides).
         engine: an ``mgjoin.Engine`` to join on: its GPUs and memory, taken once for many joins (then
             leave gpus, gpu_memory_limit and tuning_file unset). Without one, each call takes the
             GPUs' memory for itself (about a second) and gives it back.
@@ -333,6 +364,8 @@ def join(
         raise ValueError(f"how {how!r}: expected {_HOW_NAMES}")
     if to not in _TO:
         raise ValueError(f"to={to!r}: expected 'arrow', 'pandas' or 'polars'")
+    if not isinstance(nulls_equal, (bool, np.bool_)):
+        raise ValueError(f"nulls_equal={nulls_equal!r}: expected True or False")
     kind, swapped = _HOWS[how]
     right_too = kind not in ("semi", "anti")
     keys = _key_names(on, left_on, right_on)
@@ -357,38 +390,70 @@ def join(
     right_arrays, right_meta = convert(tables[1], keys[1], payloads[1])
     meta = (left_meta, right_meta)
     _check_key_types(keys, meta)
-    chosen_for_engine = [_engine_payloads(columns, side, meta[side]) for side in (0, 1)]
-    for side, arrays in ((0, left_arrays), (1, right_arrays)):
-        if ROW_NUMBERS in chosen_for_engine[side]:
-            arrays[ROW_NUMBERS] = np.arange(len(meta[side][keys[side][0]].values), dtype=np.int64)
+    valid = (key_validity(meta[0], keys[0]), key_validity(meta[1], keys[1]))
+    null_keys = valid[0] is not None or valid[1] is not None
+    results: list[dict] = []
+
+    def run(left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str,
+            output: str, left_columns: list[str], right_columns: list[str]) -> dict:
+        result = _mgjoin.join_tables(
+            left_arrays, right_arrays, left_on=left_on, right_on=right_on, how=how, output=output,
+            left_columns=left_columns, right_columns=right_columns, gpus=gpu_count, gpu_ids=gpu_ids,
+            gpu_memory_limit=memory_limit, strategy=strategy, gather_on=gather_on, tuning_file=tuning_file or "",
+            progress=report, engine=engine._engine() if engine is not None else None)
+        results.append(result)
+        return result
+
+    def run_to_maps(left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str) -> tuple:
+        result = run(left_arrays, right_arrays, left_on, right_on, how, "maps", [], [])
+        return result["left_rows"], result["right_rows"]
 
     with progress_callback(progress) as report, _engine_errors():
-        result = _mgjoin.join_tables(
-            left_arrays,
-            right_arrays,
-            left_on=keys[0],
-            right_on=keys[1],
-            how=kind,
-            output=_OUTPUTS[output],
-            left_columns=chosen_for_engine[0],
-            right_columns=chosen_for_engine[1] if right_too else [],
-            gpus=gpu_count,
-            gpu_ids=gpu_ids,
-            gpu_memory_limit=memory_limit,
-            strategy=strategy,
-            gather_on=gather_on,
-            tuning_file=tuning_file or "",
-            progress=report,
-            engine=engine._engine() if engine is not None else None,
-        )
+        if not null_keys:
+            chosen_for_engine = [_engine_payloads(columns, side, meta[side]) for side in (0, 1)]
+            for side, arrays in ((0, left_arrays), (1, right_arrays)):
+                if ROW_NUMBERS in chosen_for_engine[side]:
+                    arrays[ROW_NUMBERS] = np.arange(len(meta[side][keys[side][0]].values), dtype=np.int64)
+            result = run(left_arrays, right_arrays, keys[0], keys[1], kind, _OUTPUTS[output],
+                         chosen_for_engine[0], chosen_for_engine[1] if right_too else [])
+        else:  # SQL's null keys: the rows with valid keys through the engine, the others around it
+            key_types = _shared_key_types(keys, meta, kind, columns)
+            maps = maps_with_null_keys(run_to_maps, kind, keys, meta, valid, nulls_equal)
     if info is not None:
-        info.update({k: v for k, v in result.items() if k not in ("columns", "left_rows", "right_rows")})
+        info.update({k: v for k, v in results[0].items() if k not in ("columns", "left_rows", "right_rows")})
+    if null_keys:
+        if output == "count":
+            return len(maps[0])
+        if output == "gather_maps":
+            return maps[::-1] if swapped else maps
+        return _convert_table(table_from_maps(maps, columns, meta, keys, key_types), to)
     if output == "count":
         return int(result["count"])
     if output == "gather_maps":
         maps = (result["left_rows"], result["right_rows"])
         return maps[::-1] if swapped else maps
-    return _convert_table(_table(result, columns, meta, keys[0]), to)
+    return _convert_table(_table(result, columns, meta, keys), to)
+
+
+def _shared_key_types(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column], dict[str, Column]],
+                      kind: str, columns: list[_Output]) -> dict[str, Any]:
+    """The Arrow type of each key column both sides share, as the engine's own join would give it (an
+    engine join of no rows on the CPU path says, and refuses what it refuses)."""
+    import pyarrow as pa
+
+    shared = [o.column for o in columns if o.shared_key]
+    if not shared:
+        return {}
+    empty = [{k: np.empty(0, meta[side][k].values.dtype) for k in keys[side]} for side in (0, 1)]
+    result = _mgjoin.join_tables(empty[0], empty[1], left_on=keys[0], right_on=keys[1], how=kind, output="columns",
+                                 left_columns=[], right_columns=[], gpus=0)
+    arrays = dict(result["columns"])
+    types = {}
+    for name in shared:
+        values = arrays["key" if len(keys[0]) == 1 else f"key.{name}"]
+        right = meta[1][keys[1][keys[0].index(name)]]
+        types[name] = _shared_key_type(meta[0][name], right, values) or pa.from_numpy_dtype(values.dtype)
+    return types
 
 
 class Engine:

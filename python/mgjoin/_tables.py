@@ -5,21 +5,24 @@ The engine takes 1-D, C-contiguous NumPy arrays of int8 ... int64, uint8 ... uin
 bool. What is already laid out that way is passed without a copy:
 
 - NumPy arrays as they are (a strided view is refused, not copied).
-- pyarrow arrays of those types (and of date, time, timestamp and duration types, seen as their integer
-  storage) through ``Array.to_numpy(zero_copy_only=True)`` or their data buffer; a ChunkedArray of one
-  chunk as that chunk. A ChunkedArray of several chunks is combined first (a copy), and bool arrays are
-  unpacked from Arrow's bitmaps to one byte a value (a copy).
+- pyarrow arrays of those types, and of the types whose values are 1-, 2-, 4- or 8-byte integers
+  underneath (date, time, timestamp, duration, decimal32, decimal64, float16, fixed_size_binary of width
+  1, 2, 4 or 8), seen as that integer storage and typed again on output, through
+  ``Array.to_numpy(zero_copy_only=True)`` or their data buffer (a sliced array from its offset); a
+  ChunkedArray of one chunk as that chunk. A ChunkedArray of several chunks is combined first (a copy),
+  and bool arrays are unpacked from Arrow's bitmaps to one byte a value (a copy).
 - pandas columns through ``Series.to_numpy()`` (a view for NumPy-backed columns); extension dtypes
   (nullable ``Int64``, Arrow-backed, tz-aware) go through pyarrow, which may copy.
 - Objects with ``__arrow_c_stream__`` (or ``__arrow_c_array__``) are imported into pyarrow through the
   Arrow C stream (array) interface, which shares their buffers, and then read as pyarrow tables.
 
 Only the columns a join uses are looked at: its key columns and the chosen payload columns. A payload
-column of a type the engine does not take (strings, decimals, dictionaries, nested types) is not sent to
-it: it is gathered by pyarrow's ``take`` with the join's row numbers (``Column.arrow``).
+column of a type the engine does not carry (strings, binaries, decimal128/256, other fixed_size_binary
+widths, dictionaries, nested types) is not sent to it: it is gathered by pyarrow's ``take`` with the
+join's row numbers (``Column.arrow``); a type ``take`` cannot gather is refused before the join.
 
-Nulls: a key column with nulls is refused (ValueError). A payload column's nulls travel as a validity
-column beside it and come back as Arrow nulls.
+Nulls: each column's nulls travel as its validity (``Column.valid``); a payload's as a validity column
+beside it, a key's to the null-key rules of ``_nulls.py``.
 """
 from __future__ import annotations
 
@@ -38,6 +41,11 @@ ROW_NUMBERS = "\x00row"
 class UnsupportedType(ValueError):
     """A column type the engine does not take (a payload column of it can still be gathered by pyarrow)."""
 
+
+# What keys may be, for the messages that refuse one.
+KEY_TYPES = ("keys are int8 ... int64, uint8 ... uint64, float32, float64, bool, date, time, timestamp, "
+             "duration, decimal32, decimal64 or fixed_size_binary of 1, 2, 4 or 8 bytes")
+
 _NUMPY_KINDS = {"i", "u", "b"}
 _FLOAT_SIZES = {4, 8}
 
@@ -48,9 +56,31 @@ class Column:
     column the engine does not take, the pyarrow array that pyarrow gathers (``arrow``)."""
 
     values: Optional[np.ndarray]
-    valid: Optional[np.ndarray] = None  # bool, False where null (payload columns only)
+    valid: Optional[np.ndarray] = None  # bool, False where null
     arrow_type: Any = None  # the pyarrow type to give the output column, when not the NumPy dtype's
     arrow: Any = None  # a payload column gathered by pyarrow (values is None then)
+    unsupported_key: Optional[str] = None  # why a key column of this type cannot be one (values is None)
+
+    def type_name(self) -> str:
+        """The column's type as the messages name it: its Arrow type, or its NumPy dtype."""
+        if self.arrow_type is not None:
+            return str(self.arrow_type)
+        return str(self.arrow.type) if self.values is None else str(self.values.dtype)
+
+    def as_arrow(self) -> Any:
+        """The column as one pyarrow array (or ChunkedArray), typed as the input had it: a view of the
+        engine's NumPy values (bool values are packed, a copy), or the array pyarrow gathers."""
+        if self.values is None:
+            return self.arrow
+        return arrow_array(self.values, None if self.valid is None else ~self.valid, self.arrow_type)
+
+
+def arrow_array(values: np.ndarray, null: Optional[np.ndarray], arrow_type: Any = None) -> Any:
+    """A pyarrow array over `values` (no copy but for bool values), null where `null` is True, viewed as
+    `arrow_type` (the type whose integer storage the values are) when given."""
+    pa = _pyarrow()
+    array = pa.array(values, mask=null) if null is not None and null.any() else pa.array(values)
+    return array.view(arrow_type) if arrow_type is not None else array
 
 
 def _pyarrow() -> Any:
@@ -73,10 +103,7 @@ def _check_numpy(values: np.ndarray, what: str) -> np.ndarray:
         raise ValueError(f"{what}: has {values.ndim} dimensions, expected 1")
     dtype = values.dtype
     if dtype.kind not in _NUMPY_KINDS and not (dtype.kind == "f" and dtype.itemsize in _FLOAT_SIZES):
-        raise UnsupportedType(
-            f"{what}: unsupported type {dtype} (expected int8 ... int64, uint8 ... uint64, float32, "
-            "float64 or bool; dates and times as datetime64/timedelta64 or Arrow temporal types)"
-        )
+        raise UnsupportedType(f"{what}: unsupported type {dtype} ({KEY_TYPES})")
     if not dtype.isnative:
         raise ValueError(f"{what}: {dtype} is not in this machine's byte order; pass values.astype(values.dtype.newbyteorder('='))")
     if not values.flags.c_contiguous:
@@ -90,24 +117,30 @@ def _from_numpy(values: np.ndarray, what: str) -> Column:
         column = _from_numpy(np.ma.getdata(values), what)
         column.valid = ~mask if mask.any() else None
         return column
-    if values.dtype.kind in "Mm":  # datetime64 / timedelta64: their int64 storage, typed again on output
+    if values.dtype.kind in "Mm" or values.dtype == np.float16:  # their integer storage, typed again on output
         pa = _pyarrow()
         arrow_type = pa.from_numpy_dtype(values.dtype)
-        return Column(_check_numpy(values.view(np.int64), what), None, arrow_type)
+        storage = np.dtype(f"int{values.dtype.itemsize * 8}")
+        nat = np.isnat(values) if values.dtype.kind in "Mm" and values.ndim == 1 else None
+        valid = ~nat if nat is not None and nat.any() else None  # NaT is null, as pyarrow and pandas read it
+        return Column(_check_numpy(values.view(storage), what), valid, arrow_type)
     return Column(_check_numpy(values, what))
 
 
+_STORAGE_BITS = (8, 16, 32, 64)
+
+
 def _storage_type(pa: Any, t: Any) -> Any:
-    """The integer type whose layout a fixed-width Arrow type shares, or None when it is one we take."""
+    """The integer type whose layout a fixed-width Arrow type shares, or None when it is one the engine
+    takes as it is."""
     types = pa.types
     if types.is_integer(t) or t in (pa.float32(), pa.float64()) or types.is_boolean(t):
         return None
-    if types.is_date(t) or types.is_time(t) or types.is_timestamp(t) or types.is_duration(t):
-        return pa.int32() if t.bit_width == 32 else pa.int64()
-    raise UnsupportedType(
-        f"unsupported type {t} (expected int8 ... int64, uint8 ... uint64, float32, float64, bool, or a "
-        "date, time, timestamp or duration type)"
-    )
+    if (types.is_date(t) or types.is_time(t) or types.is_timestamp(t) or types.is_duration(t)
+            or types.is_float16(t) or (types.is_decimal(t) and t.bit_width <= 64)
+            or (types.is_fixed_size_binary(t) and t.bit_width in _STORAGE_BITS)):
+        return getattr(pa, f"int{t.bit_width}")()
+    raise UnsupportedType(f"unsupported type {t} ({KEY_TYPES})")
 
 
 def _from_arrow(array: Any, what: str) -> Column:
@@ -212,18 +245,19 @@ class InputTable:
 
     def column(self, name: str, is_key: bool) -> Column:
         """The column `name` as the engine takes it; a payload of a type the engine does not take as a
-        pyarrow array to gather (keys must be of the engine's types)."""
+        pyarrow array to gather. A key of a type that cannot be one says why in ``unsupported_key``
+        (join() refuses it, after comparing the two sides' key types)."""
         what = f"{self.side} {'key ' if is_key else ''}column {name!r}"
         value = self.raw(name)
         try:
             column = column_from(value, what)
-        except UnsupportedType:
+        except UnsupportedType as e:
             if is_key:
-                raise
-            return Column(None, arrow=_as_arrow(value, what))
-        if column.valid is not None and is_key:
-            nulls = int(column.valid.size - np.count_nonzero(column.valid))
-            raise ValueError(f"{what}: has {nulls} null(s); keys must not be null (drop those rows first)")
+                return Column(None, arrow=_as_arrow(value, what), unsupported_key=str(e))
+            return Column(None, arrow=_gatherable(_as_arrow(value, what), what))
+        if is_key and column.arrow_type is not None and _pyarrow().types.is_float16(column.arrow_type):
+            # Its integer storage would tell -0.0 from 0.0 and one NaN from another.
+            column.unsupported_key = f"{what}: unsupported type halffloat (cast it to float32; {KEY_TYPES})"
         return column
 
 
@@ -237,6 +271,30 @@ def _as_arrow(value: Any, what: str) -> Any:
         return pa.array(value)
     except (pa.ArrowException, TypeError, ValueError) as e:
         raise ValueError(f"{what}: cannot be read as an Arrow array ({e})") from None
+
+
+def take(array: Any, indices: Any) -> Any:
+    """array.take(indices), of the same type; the view types that pyarrow's take has no kernel for (Polars
+    exports its strings as string_view) are taken as their large counterparts and cast back."""
+    pa = _pyarrow()
+    try:
+        return array.take(indices)
+    except pa.ArrowNotImplementedError:
+        for view, large in (("string_view", "large_string"), ("binary_view", "large_binary")):
+            if hasattr(pa, view) and array.type == getattr(pa, view)():  # pyarrow >= 16 has view types
+                return array.cast(getattr(pa, large)()).take(indices).cast(array.type)
+        raise
+
+
+def _gatherable(array: Any, what: str) -> Any:
+    """`array`, checked before the join that pyarrow can gather it (an empty take)."""
+    pa = _pyarrow()
+    try:
+        take(array.slice(0, 0), pa.array([], pa.int64()))
+    except pa.ArrowNotImplementedError:
+        raise ValueError(f"{what}: unsupported type {array.type} (pyarrow's take cannot gather it; cast it to "
+                         "a type it gathers)") from None
+    return array
 
 
 def convert(table: InputTable, keys: list[str], payloads: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Column]]:

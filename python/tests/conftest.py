@@ -73,3 +73,60 @@ def as_pairs(left_rows, right_rows):
     if right_rows is None:
         return sorted(np.asarray(left_rows).tolist())
     return sorted(zip(np.asarray(left_rows).tolist(), np.asarray(right_rows).tolist()))
+
+
+def join_places():
+    """Where the parametrized joins run: the CPU path always, and the GPUs where there are any."""
+    return ["cpu"] + (["gpus"] if gpu_count() else [])
+
+
+@pytest.fixture(scope="module")
+def _module_engine():
+    """One Engine for a module's GPU joins (taking the GPUs' memory once), closed at its end."""
+    if gpu_count() == 0:
+        yield None
+        return
+    with mgjoin.Engine() as engine:
+        yield engine
+
+
+@pytest.fixture(params=join_places())
+def where(request, _module_engine):
+    """join() arguments that run a join on the CPU path, or on the GPUs (one Engine per test module)."""
+    return {"gpus": 0} if request.param == "cpu" else {"engine": _module_engine}
+
+
+# The SQL of each join kind over tables l and r with row-number columns rn: (left rn, right rn) per row.
+_DUCKDB_JOINS = {
+    "inner": "SELECT l.rn AS lrn, r.rn AS rrn FROM l JOIN r ON {on}",
+    "left": "SELECT l.rn AS lrn, r.rn AS rrn FROM l LEFT JOIN r ON {on}",
+    "right": "SELECT l.rn AS lrn, r.rn AS rrn FROM l RIGHT JOIN r ON {on}",
+    "full": "SELECT l.rn AS lrn, r.rn AS rrn FROM l FULL JOIN r ON {on}",
+    "semi": "SELECT l.rn AS lrn FROM l SEMI JOIN r ON {on}",
+    "anti": "SELECT l.rn AS lrn FROM l ANTI JOIN r ON {on}",
+    "right_semi": "SELECT r.rn AS rrn FROM r SEMI JOIN l ON {on}",
+    "right_anti": "SELECT r.rn AS rrn FROM r ANTI JOIN l ON {on}",
+}
+
+
+def duckdb_maps(left_keys, right_keys, how, nulls_equal=False):
+    """(left_rows, right_rows) of DuckDB's join of two lists of key columns (pyarrow arrays, nulls as
+    SQL's): each row's row numbers, -1 where a side is missing; (rows, None) for semi and anti joins, (None,
+    rows) for right_semi and right_anti; rows in no particular order."""
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    for name, keys in (("l", left_keys), ("r", right_keys)):
+        columns = {f"k{i}": k for i, k in enumerate(keys)}
+        columns["rn"] = pa.array(np.arange(len(keys[0]), dtype=np.int64))
+        con.register(name, pa.table(columns))
+    equal = "IS NOT DISTINCT FROM" if nulls_equal else "="
+    on = " AND ".join(f"l.k{i} {equal} r.k{i}" for i in range(len(left_keys)))
+    rows = con.sql(_DUCKDB_JOINS[how].format(on=on)).to_arrow_table()
+    columns = [np.asarray(c.fill_null(-1).to_numpy(), dtype=np.int64) for c in rows.columns]
+    if how in ("semi", "anti"):
+        return columns[0], None
+    if how in ("right_semi", "right_anti"):
+        return None, columns[0]
+    return columns[0], columns[1]

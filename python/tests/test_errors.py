@@ -24,11 +24,6 @@ def test_a_missing_key_column_is_named():
         join({"k": K}, {"x": K})
 
 
-def test_a_key_column_with_nulls_is_refused():
-    with pytest.raises(ValueError, match=r"left key column 'k': has 1 null"):
-        join(pa.table({"k": pa.array([1, None, 3])}), {"k": K})
-
-
 def test_keys_that_cannot_be_compared_are_refused_by_the_engine_with_its_message():
     with pytest.raises(ValueError, match=r"key columns 'k' \(left table, int64\) and 'k' \(right table, float64\) cannot be compared"):
         join({"k": K}, {"k": K.astype(np.float64)})

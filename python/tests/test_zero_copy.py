@@ -11,7 +11,7 @@ import pytest
 
 import mgjoin
 from mgjoin import _mgjoin
-from mgjoin._join import _arrow_column
+from mgjoin._tables import arrow_array
 from mgjoin._tables import column_from
 
 
@@ -69,7 +69,7 @@ def test_result_arrays_wrap_into_arrow_without_a_copy():
         assert arr.flags.c_contiguous and arr.flags.owndata is False  # the engine's memory, not a copy
         assert pa.array(arr).buffers()[1].address == arr.ctypes.data
         null = ~columns["s.valid"] if name.startswith("s.") else ~columns["r.valid"]
-        assert _arrow_column(pa, arr, null, None).buffers()[1].address == arr.ctypes.data
+        assert arrow_array(arr, null).buffers()[1].address == arr.ctypes.data
     maps = _mgjoin.join_tables(left, right, left_on=["k"], right_on=["k"], output="maps", gpus=0)
     assert pa.array(maps["left_rows"]).buffers()[1].address == maps["left_rows"].ctypes.data
 
