@@ -43,11 +43,14 @@ TEST(ExecutorChoice, AJoinOverTheBoundKeepsTheGpus) {
   EXPECT_EQ(executor_for(with_gpus(-1), 1, 1, 0).executor, Executor::Gpus);  // 0: never route
 }
 
-TEST(ExecutorChoice, GpusOrAStrategyNamedKeepTheGpusHoweverSmall) {
+TEST(ExecutorChoice, GpusAStrategyOrAMemoryLimitNamedKeepTheGpusHoweverSmall) {
   EXPECT_EQ(executor_for(with_gpus(1), 1, 1, kBound).executor, Executor::Gpus);
   EXPECT_EQ(executor_for(with_gpus(0, {0}), 1, 1, kBound).executor, Executor::Gpus);  // ids override gpus = 0
   EXPECT_EQ(executor_for(with_gpus(-1, {}, JoinStrategy::Paper), 1, 1, kBound).executor, Executor::Gpus);
   EXPECT_EQ(executor_for(with_gpus(-1, {}, JoinStrategy::CoPartitioned), 1, 1, kBound).executor, Executor::Gpus);
+  JoinOptions limited = with_gpus(-1);
+  limited.gpu_memory_limit = 1 << 30;  // a GPU memory limit asks for GPUs (and gets checked)
+  EXPECT_EQ(executor_for(limited, 1, 1, kBound).executor, Executor::Gpus);
 }
 
 TEST(ExecutorChoice, TheBoundComesFromTheEnvironment) {

@@ -160,7 +160,7 @@ struct ExecutorChoice {
 };
 
 /// The CPU when no GPU is asked for (gpus = 0, no gpu_ids), or when the GPUs are left to choose (gpus =
-/// -1, no gpu_ids, strategy Auto) and the join has at most MGJOIN_CPU_ROUTE_ROWS rows in all (R's and
+/// -1, no gpu_ids, no gpu_memory_limit, strategy Auto) and the join has at most MGJOIN_CPU_ROUTE_ROWS rows in all (R's and
 /// S's; environment, default 131072, 0 = never): the CPU path ends such a join in milliseconds, before
 /// the GPUs would have started (the driver's start and a context per GPU take 0.4-1.4 s on the machines
 /// measured: PERFORMANCE.md). The GPUs otherwise; join() then still takes the CPU path when none is

@@ -14,10 +14,10 @@ ExecutorChoice executor_for(const JoinOptions& options, std::int64_t r_rows, std
                             std::int64_t route_rows) {
   if (!options.gpu_ids.empty() || options.gpus > 0) return {Executor::Gpus, {}};
   if (options.gpus == 0) return {Executor::Cpu, "CPU path (no GPUs asked for)"};
-  // GPUs left to choose: a small join ends on the CPU before any GPU would have started. A strategy
-  // named asks for a GPU flow, so it keeps the GPUs.
+  // GPUs left to choose: a small join ends on the CPU before any GPU would have started. A strategy or
+  // a GPU memory limit named asks for the GPUs, so it keeps them (and the limit is checked).
   const std::int64_t rows = r_rows + s_rows;
-  if (options.strategy == JoinStrategy::Auto && route_rows > 0 && rows <= route_rows)
+  if (options.strategy == JoinStrategy::Auto && options.gpu_memory_limit == 0 && route_rows > 0 && rows <= route_rows)
     return {Executor::Cpu, "CPU path: " + std::to_string(rows) + " rows join on the CPU before the GPUs would start (at most " +
                                std::to_string(route_rows) + ", MGJOIN_CPU_ROUTE_ROWS)"};
   return {Executor::Gpus, {}};
