@@ -27,7 +27,8 @@ mgjoin on --gpus (default every GPU, through one mgjoin.Engine; without GPUs the
 as DuckDB's own join, both taken by DuckDB SQL: count of non-nulls, sum of numbers and decimals (exact:
 DuckDB's decimal sum), of dates as days, and of string lengths with the count of distinct strings (left
 out with --no-distinct: at SF >= 10 the checks' main cost). The exit status is 1 when a check fails.
---systems, --joins and --modes pick a part (at SF 100 one device call cannot hold every part).
+--systems, --joins and --modes pick a part (at SF 100 one device call cannot hold every part);
+--generate-only makes the data and stops.
 """
 from __future__ import annotations
 
@@ -309,6 +310,7 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--no-distinct", action="store_true",
                         help="checksums without the distinct-string counts (their hash tables: the checks' main cost)")
+    parser.add_argument("--generate-only", action="store_true", help="make the data (unless there), then stop")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     systems, joins, modes = args.systems.split(","), args.joins.split(","), args.modes.split(",")
@@ -328,6 +330,9 @@ def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     data = args.data or os.path.join(root, "build", "tpch", f"sf{args.scale:g}")
     generated = make_data(args.scale, data, args.threads)
+    if args.generate_only:
+        print(f"TPC-H SF {args.scale:g} in {data} ({'generated in %.1f s' % generated if generated else 'reused'})")
+        return
     paths = {t: os.path.join(data, f"{t}.parquet") for t in TABLES}
     start = time.perf_counter()
     tables = {t: pq.read_table(paths[t]) for t in TABLES}
