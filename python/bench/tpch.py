@@ -413,7 +413,8 @@ def main() -> None:
     if args.json:
         out = {"scale": args.scale, "threads": args.threads, "gpus": gpus, "repeat": args.repeat,
                "warmup": args.warmup, "cpus": os.cpu_count(), "versions": versions, "data": data,
-               "rows": {t: tables[t].num_rows for t in TABLES}, "read_seconds": read, "results": results,
+               "rows": {t: tables[t].num_rows for t in TABLES}, "read_seconds": read, "arrow_bytes": in_memory,
+               "results": results,
                "checks": {"passed": passed, "passes": passes, "failures": failures}}
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=lambda v: str(v) if isinstance(v, Decimal) else repr(v))
