@@ -122,12 +122,10 @@ class FileSource:
 
     def _check_files(self, columns: list[str]) -> None:
         """Each file of a dataset the caller named by its path holds the columns the join reads, of the
-        types of the dataset's schema (its first file's); its footer is read, by several threads."""
+        types of the dataset's schema (its first file's); its footer is read, by several threads. A
+        column no file holds is a partition column (from the folder names)."""
         import pyarrow as pa
 
-        partitioning = getattr(self.dataset, "partitioning", None)
-        partition_names = set(partitioning.schema.names) if partitioning is not None else set()
-        wanted = [self.dataset.schema.field(c) for c in columns if c not in partition_names]
         fragments = list(self.dataset.get_fragments())
 
         def schema_of(fragment: Any) -> Any:
@@ -141,15 +139,21 @@ class FileSource:
         for fragment, schema in zip(fragments, schemas):
             if isinstance(schema, BaseException):
                 raise self._error(f"cannot read {fragment.path} (a corrupt or truncated file?)", schema) from schema
-            for field in wanted:
-                index = schema.get_field_index(field.name)
-                if index < 0:
-                    raise ValueError(f"{self.side} table: {fragment.path} has no column {field.name!r}, which "
-                                     f"{fragments[0].path} has (the files of {self.where} differ in their columns)")
-                if schema.field(index).type != field.type:
-                    raise ValueError(f"{self.side} table: column {field.name!r} is {schema.field(index).type} in "
-                                     f"{fragment.path} but {field.type} in {fragments[0].path} (the files of "
-                                     f"{self.where} differ in their column types)")
+        first = fragments[0].path if fragments else self.where
+        for name in columns:
+            field = self.dataset.schema.field(name)
+            held = [(f, s.field(name)) for f, s in zip(fragments, schemas) if s.get_field_index(name) >= 0]
+            if not held:
+                continue  # a partition column
+            if len(held) < len(fragments):
+                lacking = next(f for f, s in zip(fragments, schemas) if s.get_field_index(name) < 0)
+                raise ValueError(f"{self.side} table: {lacking.path} has no column {name!r}, which {held[0][0].path} "
+                                 f"has (the files of {self.where} differ in their columns)")
+            for fragment, own in held:
+                if own.type != field.type:
+                    raise ValueError(f"{self.side} table: column {name!r} is {own.type} in {fragment.path} but "
+                                     f"{field.type} in {first} (the files of {self.where} differ in their column "
+                                     "types)")
 
     def read(self, columns: list[str]) -> Any:
         """The columns `columns` as a pyarrow Table, read by the Dataset's multi-threaded scanner."""

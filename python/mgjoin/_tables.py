@@ -229,7 +229,8 @@ class InputTable:
         else:
             raise TypeError(
                 f"{side} table: expected a pyarrow.Table, a pandas.DataFrame, a mapping of column name to 1-D "
-                f"array, a path to a Parquet or Arrow IPC file or dataset, a pyarrow.dataset.Dataset, or an object with the Arrow PyCapsule interface (a Polars DataFrame, a DuckDB relation), "
+                f"array, a path to a Parquet or Arrow IPC file or dataset, a pyarrow.dataset.Dataset, or an object "
+                f"with the Arrow PyCapsule interface (a Polars DataFrame, a DuckDB relation), "
                 f"got {type(table).__name__}"
             )
 
