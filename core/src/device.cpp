@@ -32,13 +32,22 @@ int device_count() {
 double driver_start_seconds() { return driver_seconds; }
 
 void start_contexts(const int* devices, int count) {
-  // cudaSetDevice makes the device's primary context (CUDA 12 and later): a thread per device, so that
-  // the caller's current device stays as it was.
+  if (count <= 1) {
+    if (count == 1) {
+      const DeviceGuard guard(devices[0]);
+      MGJOIN_CUDA_TRY(cudaFree(nullptr));
+    }
+    return;
+  }
   std::vector<cudaError_t> errors(static_cast<std::size_t>(count), cudaSuccess);
   {
     std::vector<std::jthread> threads;
     for (int i = 0; i < count; ++i)
-      threads.emplace_back([&errors, devices, i] { errors[static_cast<std::size_t>(i)] = cudaSetDevice(devices[i]); });
+      threads.emplace_back([&errors, devices, i] {
+        cudaError_t e = cudaSetDevice(devices[i]);  // a new thread's current device: no guard needed
+        if (e == cudaSuccess) e = cudaFree(nullptr);  // makes the primary context where cudaSetDevice did not
+        errors[static_cast<std::size_t>(i)] = e;
+      });
   }
   for (const cudaError_t e : errors) MGJOIN_CUDA_TRY(e);
 }

@@ -17,8 +17,7 @@ int device_count();
 double driver_start_seconds();
 
 /// Makes a context on each of `devices` (CUDA's primary context, which every later call on the device
-/// uses), one thread per device: the driver makes contexts of different devices side by side. The
-/// caller's current device is left as it was.
+/// uses), one thread per device: the driver makes contexts of different devices side by side.
 void start_contexts(const int* devices, int count);
 
 /// Makes `device` current for the guard's lifetime and restores the previous one after.
