@@ -224,25 +224,30 @@ NodePlace node_place(const Comm& c) {
   return {on_node.rank, on_node.size};
 }
 
+std::vector<int> rank_gpu_share(int devices, NodePlace place, int gpus, const char* what) {
+  // Blocks of devices / ranks GPUs, rank r's starting at r * block, so that its first GPU (its NCCL
+  // device, default_rank_gpu) is the same whatever share of its block a join asks for.
+  const int block = std::max(1, devices / place.size);
+  const int each = gpus > 0 ? gpus : block;
+  const std::string ranks = std::string(what) + ": " + std::to_string(place.size) + " ranks on this node";
+  MGJOIN_INPUT_EXPECTS(devices > 0 && place.size * each <= devices,
+                       (gpus > 0 ? ranks + " with " + std::to_string(each) + " GPU(s) each need " + std::to_string(place.size * each) + " GPUs"
+                                 : ranks + " need a GPU each") +
+                           "; it has " + std::to_string(devices));
+  std::vector<int> ids(static_cast<std::size_t>(each));
+  std::iota(ids.begin(), ids.end(), place.rank * block);
+  return ids;
+}
+
 int default_rank_gpu(NodePlace place) {
-  const int devices = gpu::device_count();
-  const int each = std::max(1, devices / place.size);
-  MGJOIN_INPUT_EXPECTS(devices > 0 && (place.rank + 1) * each <= devices,
-                       "RankExchange::Nccl: " + std::to_string(place.size) + " ranks on this node need a GPU each; it has " +
-                           std::to_string(devices));
-  return place.rank * each;
+  return rank_gpu_share(gpu::device_count(), place, 0, "RankExchange::Nccl").front();
 }
 
 JoinOptions options_for_rank(const JoinOptions& options, NodePlace place) {
   JoinOptions local = options;
   const int devices = gpu::device_count();
   if (options.gpus == 0 || !options.gpu_ids.empty() || devices == 0) return local;
-  const int each = options.gpus > 0 ? options.gpus : std::max(1, devices / place.size);
-  MGJOIN_INPUT_EXPECTS((place.rank + 1) * each <= devices,
-                       "JoinOptions::gpus: " + std::to_string(place.size) + " ranks on this node with " + std::to_string(each) +
-                           " GPU(s) each need " + std::to_string(place.size * each) + " GPUs; it has " + std::to_string(devices));
-  local.gpu_ids.resize(static_cast<std::size_t>(each));
-  std::iota(local.gpu_ids.begin(), local.gpu_ids.end(), place.rank * each);
+  local.gpu_ids = rank_gpu_share(devices, place, options.gpus, "JoinOptions::gpus");
   return local;
 }
 

@@ -154,6 +154,13 @@ NodePlace node_place(const Comm& c);
 /// node's GPUs (one each by default: one rank per GPU), so that ranks on one node never share one.
 JoinOptions options_for_rank(const JoinOptions& options, NodePlace place);
 
+/// The GPUs (ids) rank place.rank of a node takes when a join asks for `gpus` a rank (0 or less: the
+/// default, devices / ranks each): the first `gpus` of its block of devices / ranks, so that its first
+/// GPU, its NCCL device, is one whatever the join asks for.
+/// @throw InputError, its message starting with `what`, when the ranks' shares add up to more than
+/// `devices`.
+std::vector<int> rank_gpu_share(int devices, NodePlace place, int gpus, const char* what);
+
 /// The first GPU a rank of a node takes by default (options_for_rank's share): its NCCL device.
 /// @throw InputError when the node has no GPU for it.
 int default_rank_gpu(NodePlace place);
