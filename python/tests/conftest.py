@@ -80,14 +80,37 @@ def join_places():
     return ["cpu"] + (["gpus"] if gpu_count() else [])
 
 
+def _test_gpus():
+    """MGJOIN_TEST_GPUS=N: the `where` fixture's GPU joins on N GPUs (default: the engine's choice), so that
+    one machine runs the suite at g = 1, 2, 4 in turn."""
+    return int(os.environ.get("MGJOIN_TEST_GPUS", "-1"))
+
+
 @pytest.fixture(scope="module")
 def _module_engine():
     """One Engine for a module's GPU joins (taking the GPUs' memory once), closed at its end."""
     if gpu_count() == 0:
         yield None
         return
-    with mgjoin.Engine() as engine:
+    with mgjoin.Engine(gpus=_test_gpus()) as engine:
         yield engine
+
+
+@pytest.fixture(scope="module")
+def gpu_engine():
+    """Engines by GPU count for a module's GPU joins, each made once: a join without an engine starts
+    the GPUs afresh (0.8-2.5 s), which made the GPU tests take minutes. Each takes 4 GiB a GPU, so that
+    several live beside the module's other engines."""
+    engines = {}
+
+    def get(gpus=-1):
+        if gpus not in engines:
+            engines[gpus] = mgjoin.Engine(gpus=gpus, gpu_memory_limit="4G")
+        return engines[gpus]
+
+    yield get
+    for engine in engines.values():
+        engine.close()
 
 
 @pytest.fixture(params=join_places())

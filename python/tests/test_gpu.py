@@ -13,15 +13,15 @@ pytestmark = needs_gpu
 
 @pytest.mark.parametrize("strategy", ["auto", "paper", "copart"])
 @pytest.mark.parametrize("how", ["inner", "left", "full", "semi", "anti"])
-def test_gpu_joins_match_the_reference(rng, strategy, how):
+def test_gpu_joins_match_the_reference(rng, strategy, how, gpu_engine):
     n = 200_000
     left = {"k": rng.integers(0, n, n), "v": rng.random(n)}
     right = {"k": rng.integers(0, n, n), "w": rng.integers(0, 100, n).astype(np.int32)}
     if strategy == "copart" and how in ("semi", "anti"):
         pytest.skip("semi/anti joins count first: the co-partitioned flow is covered by the others")
-    lr, rr = mgjoin.join(left, right, on="k", how=how, output="gather_maps", strategy=strategy)
+    lr, rr = mgjoin.join(left, right, on="k", how=how, output="gather_maps", strategy=strategy, engine=gpu_engine())
     assert as_pairs(lr, rr) == as_pairs(*reference_maps([left["k"]], [right["k"]], how))
-    table = mgjoin.join(pa.table(left), pa.table(right), on="k", how=how, strategy=strategy)
+    table = mgjoin.join(pa.table(left), pa.table(right), on="k", how=how, strategy=strategy, engine=gpu_engine())
     cpu = mgjoin.join(pa.table(left), pa.table(right), on="k", how=how, gpus=0)
     assert table.num_rows == cpu.num_rows
     assert table.sort_by([(c, "ascending") for c in table.column_names]).equals(
@@ -80,7 +80,7 @@ def test_an_engine_serves_many_joins(rng):
 
 @pytest.mark.skipif(gpu_count() < 2, reason="needs 2 GPUs")
 @pytest.mark.parametrize("strategy", ["auto", "paper", "copart"])
-def test_two_gpus_match_the_cpu_path(rng, strategy):
+def test_two_gpus_match_the_cpu_path(rng, strategy, gpu_engine):
     """g = 2: every kind's gather maps equal the CPU path's; a table equals it up to row order."""
     n = 300_001  # not divisible by the GPU count
     left = {"k": rng.integers(-n, n, n), "v": rng.random(n)}
@@ -88,11 +88,11 @@ def test_two_gpus_match_the_cpu_path(rng, strategy):
     for how in ("inner", "left", "full", "semi", "anti"):
         if strategy == "copart" and how in ("semi", "anti"):
             continue  # semi/anti joins count first (see test_gpu_joins_match_the_reference)
-        got = mgjoin.join(left, right, on="k", how=how, output="gather_maps", gpus=2, strategy=strategy)
+        got = mgjoin.join(left, right, on="k", how=how, output="gather_maps", engine=gpu_engine(2), strategy=strategy)
         want = mgjoin.join(left, right, on="k", how=how, output="gather_maps", gpus=0)
         assert as_pairs(*got) == as_pairs(*want), how
     info = {}
-    table = mgjoin.join(pa.table(left), pa.table(right), on="k", gpus=2, strategy=strategy, info=info)
+    table = mgjoin.join(pa.table(left), pa.table(right), on="k", engine=gpu_engine(2), strategy=strategy, info=info)
     assert info["executor"].split(" ")[1].count(",") == 1, info["executor"]  # "GPUs a,b (...)"
     cpu = mgjoin.join(pa.table(left), pa.table(right), on="k", gpus=0)
     order = [(c, "ascending") for c in cpu.column_names]
@@ -114,10 +114,10 @@ def _keys(rng, dtype, n):
     return v
 
 
-@pytest.mark.parametrize("gpus", [1, 2])
+@pytest.mark.parametrize("gpus", [1, 2, 4])
 @pytest.mark.parametrize("left_type,right_type", [("int32", "int64"), ("uint32", "int64"), ("uint64", "int64"),
                                                   ("uint32", "int32"), ("float32", "float64"), ("float64", "float64")])
-def test_mixed_width_and_float_keys_on_gpus(rng, gpus, left_type, right_type):
+def test_mixed_width_and_float_keys_on_gpus(rng, gpus, left_type, right_type, gpu_engine):
     """Keys compared by value on g GPUs: every kind's rows equal the Python reference's (a dict; NaN
     equal to NaN, -0.0 to 0.0), and the key column has the type that holds both sides."""
     if gpu_count() < gpus:
@@ -126,9 +126,9 @@ def test_mixed_width_and_float_keys_on_gpus(rng, gpus, left_type, right_type):
     left = {"k": _keys(rng, left_type, n), "v": rng.random(n)}
     right = {"k": _keys(rng, right_type, n - 11), "w": rng.integers(0, 100, n - 11).astype(np.int32)}
     for how in ("inner", "left", "right", "full", "semi", "anti"):
-        got = mgjoin.join(left, right, on="k", how=how, output="gather_maps", gpus=gpus)
+        got = mgjoin.join(left, right, on="k", how=how, output="gather_maps", engine=gpu_engine(gpus))
         assert as_pairs(*got) == as_pairs(*reference_maps([left["k"]], [right["k"]], how)), how
-    table = mgjoin.join(left, right, on="k", how="left", gpus=gpus, gather_on="gpus")
+    table = mgjoin.join(left, right, on="k", how="left", engine=gpu_engine(gpus), gather_on="gpus")
     assert table.num_rows == len(reference_maps([left["k"]], [right["k"]], "left")[0])
     if left_type != right_type:
         want = {"int32": pa.int64(), "uint32": pa.int64(), "uint64": pa.uint64(), "float32": pa.float64()}[left_type]
