@@ -3,7 +3,7 @@
 // written into new files, with and without fsync. A plain pread/pwrite loop in large blocks on N threads,
 // written here on purpose: a floor must not be mgjoin's own reader (engine/src/io/file_handle.cpp).
 //
-//   bench_io_floor [--threads 8] [--repeat 3] [--block-mib 16] [--json] [FILE...]
+//   bench_io_floor [--threads 8] [--repeat 3] [--block-mib 16] [--no-direct] [--json] [FILE...]
 //                  [--write BYTES --write-dir DIR [--write-files 3]]
 //
 // Each figure is the median of --repeat runs after a warm-up (which also fills the page cache for the
@@ -44,7 +44,7 @@ struct Options {
   int threads = 8;
   int repeat = 3;
   std::size_t block = std::size_t{16} << 20;
-  bool json = false;
+  bool json = false, direct = true;
   std::vector<std::string> files;
   std::uint64_t write_bytes = 0;
   std::string write_dir;
@@ -58,7 +58,7 @@ class Failure : public std::runtime_error {
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
-               "bench_io_floor: %s\nusage: bench_io_floor [--threads N] [--repeat N] [--block-mib N] [--json] "
+               "bench_io_floor: %s\nusage: bench_io_floor [--threads N] [--repeat N] [--block-mib N] [--no-direct] [--json] "
                "[FILE...] [--write BYTES --write-dir DIR [--write-files K]]\n",
                why.c_str());
   std::exit(2);
@@ -83,6 +83,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--repeat") o.repeat = positive_int(a, value());
     else if (a == "--block-mib") o.block = static_cast<std::size_t>(positive_int(a, value())) << 20;
     else if (a == "--json") o.json = true;
+    else if (a == "--no-direct") o.direct = false;
     else if (a == "--write-dir") o.write_dir = value();
     else if (a == "--write-files") o.write_files = positive_int(a, value());
     else if (a == "--write") {
@@ -306,7 +307,7 @@ int run(const Options& o) {
   Figure read, direct, write, write_sync;
   if (!o.files.empty()) {
     read = read_files(o, buffer, false);
-    direct = read_files(o, buffer, true);
+    direct = o.direct ? read_files(o, buffer, true) : Figure{false, "not measured (--no-direct)"};
   }
   if (o.write_bytes > 0) {
     write = write_files(o, buffer.data(), round_up(source_bytes, kAlign), false);
