@@ -31,6 +31,10 @@
 #                 /tmp/mgjoin-tpch/sf<SF>, reused), MGJOIN_PENDING_TPCH_REPEAT runs (3) on every GPU, more
 #                 options in MGJOIN_PENDING_TPCH_ARGS (at SF 100: --generate-only first, then one system a call)
 #                 (carry .whl with tpchgen-cli's wheel too: pip download --no-deps -d .whl tpchgen-cli)
+#   files-bench   issue 41 (item 6): scripts/bench-files.py, `mgjoin join` on .npy files of B counted and
+#                 materialized against the read, write, PCIe and start-up floors of the same run, at scale 1
+#                 on every GPU (32 GB in, 24 GB out: the disk needs ~60 GB) and at scale 0.25 on one GPU;
+#                 JSON in $OUT/files-bench-*.json
 #   sanitize-cli  issue 21: the cli suite alone (its mgjoin processes take most of the GPU) under each of
 #                 the four tools, at most 140 s each
 #   racecheck-copart, racecheck-e2e, racecheck-table
@@ -216,6 +220,18 @@ group_tpch() {
     ${MGJOIN_PENDING_GPUS:+--gpus "$MGJOIN_PENDING_GPUS"} ${MGJOIN_PENDING_TPCH_ARGS:-} --json "$OUT/tpch-sf$sf.json"
 }
 
+# Issue 41's benchmark of what users run: the CLI's wall time on files against floors measured beside it.
+# MGJOIN_PENDING_GPUS (default: all) is the first run's GPU count; the second runs on one (0 stays 0).
+# Not timed on a GPU machine yet: the floors write and read the files 4 times each (O_DIRECT and fsync on
+# the disk); if the two steps take longer than one call (600 s), MGJOIN_PENDING_FILES_ARGS="--repeat 1".
+group_files_bench() {
+  local g=${MGJOIN_PENDING_GPUS:--1}
+  local files=(python3 scripts/bench-files.py --mgjoin "$B/mgjoin" --io-floor "$B/bench_io_floor" --repeat 3
+               ${MGJOIN_PENDING_FILES_ARGS:-})
+  step files-bench "${files[@]}" --scale 1 --gpus "$g" --json-out "$OUT/files-bench-all.json"
+  step files-bench-1gpu "${files[@]}" --scale 0.25 --gpus $(( g == 0 ? 0 : 1 )) --json-out "$OUT/files-bench-1gpu.json"
+}
+
 group_sanitize_cli() {
   local tool
   for tool in memcheck racecheck synccheck initcheck; do
@@ -300,12 +316,13 @@ for group in "$@"; do
     ranks-tests) group_ranks_tests ;;
     python) group_python ;;
     tpch) group_tpch ;;
+    files-bench) group_files_bench ;;
     sanitize-cli) group_sanitize_cli ;;
     racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
     x4-tests) group_x4_tests ;;
     x4-sanitize) group_x4_sanitize ;;
     x4-bench) group_x4_bench ;;
-    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch," \
+    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch, files-bench," \
          "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table, x4-tests, x4-sanitize, x4-bench)" >&2
        exit 2 ;;
   esac
