@@ -181,7 +181,7 @@ TEST(KeysByValue, CheckKeyTypesFromTheTypesAlone) {
   };
   EXPECT_NE(message({DType::Int32, DType::Float32}, {DType::Int32, DType::Int32}).find("'b' (left table, float32)"),
             std::string::npos);
-  EXPECT_NE(message({DType::Int32, DType::Int8}, {DType::Int64, DType::Int8}).find("9 bytes"), std::string::npos);
+  EXPECT_EQ(message({DType::Int32, DType::Int8}, {DType::Int64, DType::Int8}), "") << "9 bytes: a hashed key";
   EXPECT_NE(message({DType::Bool, DType::Int8}, {DType::UInt8, DType::Int8}).find("cannot be compared"), std::string::npos);
   o.left_on = o.right_on = {"k"};
   o.how = JoinKind::FullOuter;

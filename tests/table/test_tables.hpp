@@ -84,4 +84,13 @@ struct TableInput {
   std::string shape;  ///< for messages
 };
 
+/// Whether join_tables joins `in` on a hash of its key (the components, each as wide as the wider side's
+/// column, over 8 bytes together): its pairs then come in hash order, not key order.
+inline bool hashed_key(const TableInput& in) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < in.left_on.size(); ++i)
+    bytes += std::max(element_bytes(in.left.named(in.left_on[i]).type), element_bytes(in.right.named(in.right_on[i]).type));
+  return bytes > 8;
+}
+
 }  // namespace mgjoin::test
