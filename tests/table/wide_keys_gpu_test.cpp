@@ -40,13 +40,7 @@ struct WideFlow {
 
 class GpuWideKeyJoins : public ::testing::TestWithParam<WideFlow> {
  protected:
-  TableJoinOptions base() const {
-    TableJoinOptions o;
-    o.join.gpus = GetParam().gpus;
-    o.join.gpu_memory_limit = kGpuMemory;
-    o.join.strategy = GetParam().strategy;
-    return o;
-  }
+  TableJoinOptions base() const { return gpu_flow_options(GetParam().gpus, kGpuMemory, GetParam().strategy); }
   Engine* engine() const { return &shared_engines().get(GetParam().gpus, kGpuMemory); }
   std::string context() const { return GetParam().label() + ": "; }
   Rng rng() const {

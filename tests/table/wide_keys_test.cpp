@@ -31,12 +31,6 @@
 namespace mgjoin::test {
 namespace {
 
-TableJoinOptions on_the_cpu() {
-  TableJoinOptions o;
-  o.join.gpus = 0;
-  return o;
-}
-
 // ------------------------------------------------------------------------------ random and adversarial
 
 class WideKeyJoins : public ::testing::TestWithParam<std::tuple<KeySpec, Hash>> {};
@@ -50,7 +44,7 @@ TEST_P(WideKeyJoins, EveryShapeKindAndFormAgreesWithTheReference) {
   int failures = 0;
   for (const Shape shape : kAllShapes) {
     const TableInput in = make_input(spec, shape, rng);
-    failures += check_every_kind_and_form(in, on_the_cpu(), rng, std::string(hash_label(hash)) + ", key " + spec.label + ": ");
+    failures += check_every_kind_and_form(in, cpu_path_options(), rng, std::string(hash_label(hash)) + ", key " + spec.label + ": ");
     ASSERT_LT(failures, 5) << "stopping after 5 failed joins";
   }
 }
@@ -67,13 +61,13 @@ TEST_P(WideKeyAdversarial, KeysDifferingOnlyInTheSecondColumn) {
   const ScopedKeyHash scoped(GetParam());
   Rng rng(announce_seed());
   const TableInput in = differing_in_the_second_column(300, 200, rng);
-  EXPECT_EQ(check_every_kind_and_form(in, on_the_cpu(), rng, hash_label(GetParam())), 0);
+  EXPECT_EQ(check_every_kind_and_form(in, cpu_path_options(), rng, hash_label(GetParam())), 0);
 }
 
 TEST_P(WideKeyAdversarial, SignedExtremesOfEveryComponent) {
   const ScopedKeyHash scoped(GetParam());
   Rng rng(announce_seed());
-  EXPECT_EQ(check_every_kind_and_form(signed_extremes(), on_the_cpu(), rng, hash_label(GetParam())), 0);
+  EXPECT_EQ(check_every_kind_and_form(signed_extremes(), cpu_path_options(), rng, hash_label(GetParam())), 0);
 }
 
 /// Every row of both sides one tuple: the full m:n product, every candidate a true pair.
@@ -88,7 +82,7 @@ TEST_P(WideKeyAdversarial, EveryRowOneKey) {
   in.right_on = {"c", "d"};
   in.left = build_table(spec, in.left_on, std::vector<KeyTuple>(250, one[0]), {DType::Int64}, "v", rng);
   in.right = build_table(spec, in.right_on, std::vector<KeyTuple>(180, one[0]), {DType::Bool, DType::Int8}, "w", rng);
-  EXPECT_EQ(check_every_kind_and_form(in, on_the_cpu(), rng, hash_label(GetParam())), 0);
+  EXPECT_EQ(check_every_kind_and_form(in, cpu_path_options(), rng, hash_label(GetParam())), 0);
 }
 
 /// A hot key on both sides (20k x 20k rows: 4·10^8 pairs) beside a few other tuples of the same weak hash:
@@ -110,15 +104,9 @@ TEST_P(WideKeyAdversarial, SemiAndAntiJoinsOfAHotKey) {
   in.left_on = in.right_on = {"a", "b"};
   in.left = build_table(spec, in.left_on, left, {DType::UInt16}, "v", rng);
   in.right = build_table(spec, in.right_on, right, {DType::Float64}, "w", rng);
-  for (const JoinKind kind : {JoinKind::LeftSemi, JoinKind::LeftAnti})
-    for (const TableOutput output : kAllOutputs) {
-      TableJoinOptions o = on_the_cpu();
-      o.left_on = in.left_on;
-      o.right_on = in.right_on;
-      o.how = kind;
-      o.output = output;
-      EXPECT_TRUE(run_and_check(in, o, hash_label(GetParam())));
-    }
+  EXPECT_EQ(check_kinds_and_outputs(in, cpu_path_options(), {JoinKind::LeftSemi, JoinKind::LeftAnti},
+                                    {TableOutput::Count, TableOutput::GatherMaps, TableOutput::Columns}, hash_label(GetParam())),
+            0);
 }
 
 /// More than 2^16 rows a side: every kind, gather maps and columns (the engine's hash; the weak one would
@@ -130,7 +118,7 @@ TEST(WideKeyLarge, SeventyThousandRowsPerSide) {
   const TableInput in = make_input(spec, Shape::Random, rng, sizes);
   for (const JoinKind kind : kAllKinds)
     for (const TableOutput output : {TableOutput::GatherMaps, TableOutput::Columns})
-      EXPECT_TRUE(check_one(in, on_the_cpu(), kind, output, kAllMaterializations[uniform(rng, 0, 2)], rng));
+      EXPECT_TRUE(check_one(in, cpu_path_options(), kind, output, kAllMaterializations[uniform(rng, 0, 2)], rng));
 }
 
 INSTANTIATE_TEST_SUITE_P(Hashes, WideKeyAdversarial, ::testing::Values(Hash::Strong, Hash::Weak),
@@ -153,7 +141,7 @@ TEST_P(WideKeysByValue, MixedTypesCompareByValue) {
   };
   for (const KeyTypePair& types : pairs) {
     const TableInput in = tables_by_value(types, uniform(rng, 0, 300), uniform(rng, 1, 300), rng);
-    EXPECT_EQ(check_by_value(in, on_the_cpu()), 0) << in.shape << ", " << hash_label(GetParam());
+    EXPECT_EQ(check_by_value(in, cpu_path_options()), 0) << in.shape << ", " << hash_label(GetParam());
   }
 }
 
@@ -294,7 +282,7 @@ TEST(WideKeyParts, NarrowKeysAreNeverHashed) {
   const TableInput in = make_input({"int32_int32", {DType::Int32, DType::Int32}}, Shape::Duplicates, rng);
   auto [l, r] = paired(in);
   EXPECT_FALSE(l.hashed());
-  EXPECT_EQ(check_every_kind_and_form(in, on_the_cpu(), rng, "weak hash, 8-byte key: "), 0);
+  EXPECT_EQ(check_every_kind_and_form(in, cpu_path_options(), rng, "weak hash, 8-byte key: "), 0);
 }
 
 }  // namespace
