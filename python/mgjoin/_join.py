@@ -314,8 +314,9 @@ def join(
         {'k': [2, 2, 5], 'v': [20, 21, 50], 'w': [200, 200, 500]}
 
     Args:
-        on: key column name(s), the same in both tables; several columns of at most 8 bytes together form
-            a composite key. Or give ``left_on`` and ``right_on``. Keys compare by value: integers of any
+        on: key column name(s), the same in both tables; several columns form a composite key (over 8
+            bytes together it joins on a hash of its columns, each match verified against the columns
+            themselves). Or give ``left_on`` and ``right_on``. Keys compare by value: integers of any
             width and signedness, float32 with float64 (-0.0 equals 0.0, NaN equals NaN), bool with bool,
             dates, times, timestamps and durations with their own type (unit and zone), decimals of one
             scale. A null key matches nothing, as SQL's ``=`` (see ``nulls_equal``): inner and semi joins

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace mgjoin::test {
@@ -56,9 +58,8 @@ TEST_F(CliTables, ErrorsNameTheFlagsNotTheLibraryFields) {
            {join_ab("--r-columns p,p --out-dir out"), "--r-columns names 'p' twice"},
            {"join --r-dir a --s-dir b --r-key k --s-key k,k --gpus 0 --count", "--s-key names 'k' twice"},
            {"join --r-dir a --s-dir b --r-key k,p --s-key k --gpus 0 --count", "R's key has 2 columns but S's key has 1"},
-           {"join --r-dir a --s-dir a --r-key k,p,k2 --s-key k,p,k2 --gpus 0 --count",
-            "--r-key k,p,k2: the key columns k (int32), p (int16), k2 (int32) add up to 10 bytes: a composite key is at "
-            "most 8 bytes"},
+           {"join --r-dir a --s-dir b --r-key k,k2 --s-key k,w --gpus 0 --count",
+            "key columns 'k2' (R, int32) and 'w' (S, float64) cannot be compared"},
            {"join --r-dir a --s-dir b --r-key a/k.npy --s-key k --gpus 0 --count",
             "--r-key a/k.npy: with --r-dir, name key columns (file stems, such as key), not files"},
            {"join --r-dir a --s-dir b --r-key kk --s-key k --gpus 0 --count", "a holds no kk.npy (its columns: k, k2, p)"},
@@ -70,6 +71,40 @@ TEST_F(CliTables, ErrorsNameTheFlagsNotTheLibraryFields) {
     ASSERT_EQ(lines.size(), 1u) << args << "\n" << r.err;
     EXPECT_NE(lines[0].find(needle), std::string::npos) << lines[0];
     EXPECT_EQ(lines[0].find("TableJoinOptions::"), std::string::npos) << lines[0];
+  }
+}
+
+/// A key over 8 bytes (int32 + int64 + int16 against int64 + int64 + int16: 18 bytes compared) joins by hash
+/// and verify; its columns come back as key.<name>.npy of the types that hold both sides.
+TEST_F(CliTables, KeysOverEightBytesJoinAndComeBackWithTheirTypes) {
+  write_values<std::int64_t>(dir() / "a/big.npy", DType::Int64, {-1, 5, 5, std::int64_t{1} << 40});
+  write_values<std::int64_t>(dir() / "b/k64.npy", DType::Int64, {2, 2, 3});
+  write_values<std::int64_t>(dir() / "b/big.npy", DType::Int64, {5, 6, std::int64_t{1} << 40});
+  write_values<std::int16_t>(dir() / "b/p.npy", DType::Int16, {20, 21, 30});
+  const CliResult full = mgjoin("join --r-dir a --s-dir b --r-key k,big,p --s-key k64,big,p --gpus 0 --how full "
+                                "--out-dir out");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  // R (k, big, p): (1,-1,10) (2,5,20) (2,5,21) (3,2^40,30); S (k64, big, p): (2,5,20) (2,6,21) (3,2^40,30).
+  // Pairs: R1-S0, R3-S2; unmatched R0, R2; unmatched S1.
+  EXPECT_EQ(read_values<std::int64_t>(dir() / "out/key.k.npy").size(), 5u);
+  const auto k = read_values<std::int64_t>(dir() / "out/key.k.npy");
+  const auto big = read_values<std::int64_t>(dir() / "out/key.big.npy");
+  const auto p = read_values<std::int16_t>(dir() / "out/key.p.npy");
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::int16_t>> keys;
+  for (std::size_t i = 0; i < k.size(); ++i) keys.emplace_back(k[i], big[i], p[i]);
+  std::sort(keys.begin(), keys.end());
+  const std::int64_t t40 = std::int64_t{1} << 40;
+  EXPECT_EQ(keys, (std::vector<std::tuple<std::int64_t, std::int64_t, std::int16_t>>{
+                      {1, -1, 10}, {2, 5, 20}, {2, 5, 21}, {2, 6, 21}, {3, t40, 30}}));
+  for (const char* how : {"inner", "left", "right", "full", "semi", "anti"}) {
+    const CliResult count = mgjoin("join --r-dir a --s-dir b --r-key k,big,p --s-key k64,big,p --gpus 0 --count --how " +
+                                   std::string(how));
+    ASSERT_EQ(count.exit_code, 0) << how << ": " << count.err;
+    const std::string want = std::string(how) == "inner" || std::string(how) == "semi" ? "2\n"
+                             : std::string(how) == "full"                              ? "5\n"
+                             : std::string(how) == "right"                             ? "3\n"
+                                                                                       : (std::string(how) == "left" ? "4\n" : "2\n");
+    EXPECT_EQ(count.out, want) << how;
   }
 }
 

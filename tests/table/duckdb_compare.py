@@ -2,7 +2,7 @@
 """The mgjoin CLI's table joins against DuckDB's results of the same SQL joins.
 
 Generates random tables as directories of .npy columns (several columns of every type, single and
-composite keys, duplicates on both sides, rows that match nothing, an empty table), runs
+composite keys (over 8 bytes too), duplicates on both sides, rows that match nothing, an empty table), runs
 
     mgjoin join --r-dir R --s-dir S --r-key .. --s-key .. --how KIND --gpus 0 (--out-dir | --count | --output maps)
 
@@ -153,6 +153,9 @@ def all_cases(rng, rows):
         make_case(rng, "composite (int16, int8, uint32)", ["int16", "int8", "uint32"], n(), n(), False),
         make_case(rng, "composite (uint8, uint16, int32)", ["uint8", "uint16", "int32"], n(), n(), True),
         make_case(rng, "composite (int32, int32)", ["int32", "int32"], n(), n(), False),
+        make_case(rng, "wide composite (int64, int64): hashed", ["int64", "int64"], n(), n(), True),
+        make_case(rng, "wide composite (uint64, int8, int32), few keys: hashed", ["uint64", "int8", "int32"], 60, 40,
+                  False, "few"),
         make_case(rng, "int16 key, S empty", ["int16"], n(), 0, False),
         make_case(rng, "uint32 key, R empty", ["uint32"], 0, n(), True),
     ]

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -240,9 +241,10 @@ inline ::testing::AssertionResult matches_reference(const TableInput& in, const 
     return ::testing::AssertionFailure() << "count " << res.count << ", the reference " << expected.size();
   const auto n = static_cast<std::int64_t>(expected.size());
   // The header: pairs in key order from the CPU path and the co-partitioned flow, in no particular
-  // order from the paper flow (JoinResult::strategy says which ran; Paper for the CPU path too).
+  // order from the paper flow (JoinResult::strategy says which ran; Paper for the CPU path too), in hash
+  // order for keys over 8 bytes.
   const Order order = o.may_reorder_inputs ? Order::Any
-                      : (o.join.gpus == 0 || res.join.strategy == JoinStrategy::CoPartitioned)
+                      : (o.join.gpus == 0 || res.join.strategy == JoinStrategy::CoPartitioned) && !hashed_key(in)
                           ? Order::KeyOrderedPairs
                           : Order::AnyPairOrder;
 
@@ -415,6 +417,18 @@ inline bool run_and_check_reordering(TableInput in, TableJoinOptions o, const st
   const auto ok = matches_reference(original, o, res);
   if (!ok) ADD_FAILURE() << context << "may_reorder_inputs: " << ok.message() << "\n" << describe(original, o);
   return static_cast<bool>(ok);
+}
+
+/// Every kind of `kinds` x output form of `outputs` on `in` (`base` for the rest, the tables' key columns,
+/// every payload column): the number of joins that disagreed with the reference (each reported).
+inline int check_kinds_and_outputs(const TableInput& in, const TableJoinOptions& base, std::initializer_list<JoinKind> kinds,
+                                   std::initializer_list<TableOutput> outputs, const std::string& context = {},
+                                   Engine* engine = nullptr) {
+  int failures = 0;
+  for_each_kind_and_output(in, base, kinds, outputs, [&](const TableJoinOptions& o) {
+    if (!run_and_check(in, o, context, CarryCheck::LateOrCarried, engine)) ++failures;
+  });
+  return failures;
 }
 
 /// Runs one join of `in` (kind, output form, materialization; `base` for the rest) with a random choice

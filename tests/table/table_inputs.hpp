@@ -276,6 +276,22 @@ inline TableInput make_input(const KeySpec& spec, Shape shape, Rng& rng, const S
   return in;
 }
 
+/// f(o) for every kind of `kinds` x output form of `outputs`: `o` is `base` with the tables' key columns,
+/// the kind and the form.
+template <class Kinds, class Outputs, class F>
+void for_each_kind_and_output(const TableInput& in, const TableJoinOptions& base, const Kinds& kinds,
+                              const Outputs& outputs, F&& f) {
+  for (const JoinKind kind : kinds)
+    for (const TableOutput output : outputs) {
+      TableJoinOptions o = base;
+      o.left_on = in.left_on;
+      o.right_on = in.right_on;
+      o.how = kind;
+      o.output = output;
+      f(o);
+    }
+}
+
 /// nullopt (every non-key column) or a random subset of the non-key columns in random order.
 inline std::optional<std::vector<std::string>> random_column_choice(const OwnedTable& t,
                                                                    const std::vector<std::string>& keys, Rng& rng) {

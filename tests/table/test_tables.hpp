@@ -84,4 +84,30 @@ struct TableInput {
   std::string shape;  ///< for messages
 };
 
+/// Options of a join on the CPU path (join.gpus = 0).
+inline TableJoinOptions cpu_path_options() {
+  TableJoinOptions o;
+  o.join.gpus = 0;
+  return o;
+}
+
+/// Options of a join on `gpus` GPUs with `memory` bytes each by `strategy`: the EngineOptions part of an
+/// engine of those GPUs and memory, as join_tables(Engine&, ...) requires.
+inline TableJoinOptions gpu_flow_options(int gpus, std::uint64_t memory, JoinStrategy strategy) {
+  TableJoinOptions o;
+  o.join.gpus = gpus;
+  o.join.gpu_memory_limit = memory;
+  o.join.strategy = strategy;
+  return o;
+}
+
+/// Whether join_tables joins `in` on a hash of its key (the components, each as wide as the wider side's
+/// column, over 8 bytes together): its pairs then come in hash order, not key order.
+inline bool hashed_key(const TableInput& in) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < in.left_on.size(); ++i)
+    bytes += std::max(element_bytes(in.left.named(in.left_on[i]).type), element_bytes(in.right.named(in.right_on[i]).type));
+  return bytes > 8;
+}
+
 }  // namespace mgjoin::test

@@ -91,8 +91,10 @@ enum class GatherOn : std::uint8_t { Auto, Cpu, Gpus };
 GatherOn require_gather_on(std::string_view name, const std::string& what);
 
 struct TableJoinOptions {
-  /// Key columns: one, or several whose widths add up to at most 8 bytes (packed, order-preserving, into
-  /// one sort key). The i-th left key column is compared with the i-th right one by value:
+  /// Key columns: one, or several. Up to 8 bytes together they are packed, order-preserving, into one
+  /// sort key; over 8 bytes the sort key is a 64-bit hash of them, and every pair the join finds is
+  /// verified against the key columns (a hash collision never yields a row). The i-th left key column is
+  /// compared with the i-th right one by value:
   /// - integers of any width and signedness (int32 joins int64, uint64 joins int64: a uint64 beyond
   ///   int64's range equals no signed value; compared in the wider width, or where the unsigned type is
   ///   at least as wide as the signed one, in the unsigned type's width);
@@ -128,7 +130,8 @@ struct TableJoinResult {
   /// TableOutput::GatherMaps: for output row i, left_rows[i] and right_rows[i] are row indices (int64)
   /// into the left and right table, -1 where an outer join's side has no row. Semi and anti joins
   /// return left_rows only. Order: the matching pairs first (in key order from the co-partitioned flow
-  /// and the CPU path; in no particular order from the paper flow), then an outer join's unmatched
+  /// and the CPU path, in hash order there for keys over 8 bytes; in no particular order from the paper
+  /// flow), then an outer join's unmatched
   /// rows of the left, then of the right table, each in table order; semi and anti joins in left table
   /// order.
   HostColumn left_rows, right_rows;
@@ -148,21 +151,22 @@ struct TableJoinResult {
   /// e.g. "gathers: 8 payload column(s) on GPUs, 0 on the CPU (predicted GPUs 0.150 s, CPU 0.310 s)".
   std::string gathers;
   /// The join underneath: phases, executor, strategy and why (its own count and columns are moved here).
-  /// Late materialization adds the phases "table.prepare" (sort keys and row ids), "table.rows" (the
-  /// kind's gather maps) and "table.gather" (the output columns).
+  /// Late materialization adds the phases "table.prepare" (sort keys and row ids), "table.verify" (keys
+  /// over 8 bytes: the candidate pairs checked), "table.rows" (the kind's gather maps) and "table.gather"
+  /// (the output columns).
   JoinResult join;
   double seconds = 0;  ///< the whole call: key preparation, join, gathers
 };
 
 /// Joins two tables on their key columns.
 /// @throw InputError naming the table and column for a missing key column, a key column named twice,
-///        key columns that cannot be compared or are wider than 8 bytes together (check_key_types),
+///        key columns that cannot be compared (check_key_types),
 ///        columns of different lengths or with one name, an unknown payload column (whatever the
 ///        output); as join() for the rest.
 TableJoinResult join_tables(const TableView& left, const TableView& right, const TableJoinOptions& options);
 
-/// Checks the key columns' types as join_tables() does — pairwise comparable by value, at most 8 bytes of
-/// sort key together, and for TableOutput::Columns a type for each output key column — from the types
+/// Checks the key columns' types as join_tables() does — pairwise comparable by value, and for
+/// TableOutput::Columns a type for each output key column — from the types
 /// alone, so that a caller can refuse a join before it reads the data. `left_types[i]` is the type of
 /// the left key column `options.left_on[i]`, `right_types[i]` the right one's.
 /// @throw InputError as join_tables() would.

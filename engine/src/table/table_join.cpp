@@ -2,7 +2,8 @@
 // (key, row id) relations, and turns its matching pairs into the rows of the join kind and the output
 // form: a count, gather maps, or columns gathered by the maps (late materialization: payload columns on
 // the CPU threads or the engine's GPUs, as gather_plan.hpp predicts faster). An inner join with at most
-// one 4- or 8-byte payload column per side may carry the payloads through join() instead.
+// one 4- or 8-byte payload column per side may carry the payloads through join() instead. A key over 8
+// bytes joins on hashes, and its pairs are verified before anything is made of them (wide_keys.hpp).
 #include <mgjoin/engine.hpp>
 #include <mgjoin/error.hpp>
 #include <mgjoin/table.hpp>
@@ -17,6 +18,7 @@
 #include "engine/src/table/gpu_gather.hpp"
 #include "engine/src/table/row_maps.hpp"
 #include "engine/src/table/table_keys.hpp"
+#include "engine/src/table/wide_keys.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -302,10 +304,12 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
   const Joiner& joiner = backend.join;
   const std::int64_t nl = left.rows(), nr = right.rows();
   const bool semi_or_anti = !outputs_right_columns(o.how);
+  // A hashed key's pairs are candidates, verified by their rows' keys: the right side's row ids travel too.
+  const bool hashed = p.left_key.hashed();
   auto t = Clock::now();
   HostColumn lk = table::sort_key(p.left_key, nl), rk = table::sort_key(p.right_key, nr);
   // Semi and anti joins need only which left rows match: the right side travels without row ids.
-  HostColumn lid = table::row_ids(nl), rid = semi_or_anti ? HostColumn() : table::row_ids(nr);
+  HostColumn lid = table::row_ids(nl), rid = semi_or_anti && !hashed ? HostColumn() : table::row_ids(nr);
   const double prepare_seconds = seconds_since(t);
   // join() may sort keys and row ids in place, together: they stay a consistent relation.
   const auto with_ids = [&](HostColumn& key, HostColumn& ids) {
@@ -323,13 +327,23 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
       // back from the join after them.)
     }
     if (pairs > kSemiPairsPerRow * static_cast<std::uint64_t>(nl + nr)) {
-      rk = distinct_keys(std::move(rk));
-      r = RelationView{rk.view(), std::nullopt};
+      if (hashed) {  // one row per distinct tuple, not per hash: colliding tuples stay apart
+        table::keep_distinct_rows(table::KeyRows(p.left_key, p.right_key), table::Side::Right, rk, rid);
+        r = with_ids(rk, rid);
+      } else {
+        rk = distinct_keys(std::move(rk));
+        r = RelationView{rk.view(), std::nullopt};
+      }
     }
   }
   detail::throw_if_cancelled();
   res.join = joiner(l, r, underneath(o, OutputMode::Materialize));
   res.join.phases.insert(res.join.phases.begin(), PhaseStat{"table.prepare", prepare_seconds, 0, 0});
+  if (hashed) {
+    t = Clock::now();
+    table::keep_equal_pairs(table::KeyRows(p.left_key, p.right_key), res.join.r_payload, res.join.s_payload);
+    res.join.phases.push_back({"table.verify", seconds_since(t), 0, 0});
+  }
   const HostColumn& pair_left = res.join.r_payload;
   const HostColumn& pair_right = res.join.s_payload;
   if (o.output == TableOutput::Count) {
@@ -373,7 +387,8 @@ TableJoinResult run(const TableView& left, const TableView& right, const TableJo
   const Plan plan = plan_join(left, right, options);
   const detail::CancelScope cancel(options.join.cancel);
   TableJoinResult res = plan.carry ? join_carried(plan, left.rows(), right.rows(), options, joiner)
-                        : options.how == JoinKind::Inner && options.output == TableOutput::Count
+                        : options.how == JoinKind::Inner && options.output == TableOutput::Count &&
+                                  !plan.left_key.hashed()  // a hashed key's pairs are verified first
                             ? count_inner(plan, left.rows(), right.rows(), options, joiner)
                             : join_late(plan, left, right, options, backend);
   res.seconds = seconds_since(start);

@@ -2,6 +2,8 @@
 
 #include "core/dispatch.hpp"
 #include "engine/src/exec/kept_inputs.hpp"
+#include "engine/src/table/key_encoding.hpp"
+#include "engine/src/table/wide_keys.hpp"
 
 #include <mgjoin/error.hpp>
 
@@ -134,6 +136,8 @@ int KeyColumns::bytes() const {
   return total;
 }
 
+bool KeyColumns::hashed() const { return bytes() > 8; }
+
 bool KeyColumns::as_is() const {
   return columns.size() == 1 && components.size() == 1 && components[0].left == components[0].right &&
          is_key_dtype(columns[0].type);
@@ -184,78 +188,17 @@ void pair_keys(KeyColumns& left, KeyColumns& right) {
     components.push_back(*c);
   }
   left.components = right.components = components;
-  if (left.bytes() <= 8) return;
-  std::string names, listed;
-  for (std::size_t i = 0; i < left.columns.size(); ++i) {
-    const KeyComponent& c = components[i];
-    (names += i ? "," : "") += left.names[i];
-    (listed += i ? ", " : "") += left.names[i] + " (" + type_text(c.left);
-    if (c.left != c.right) listed += " against " + type_text(c.right) + ": " + std::to_string(c.width) + " bytes";
-    listed += ")";
-  }
-  throw InputError("TableJoinOptions::left_on " + names + ": the key columns " + listed + " add up to " +
-                   std::to_string(left.bytes()) + " bytes: a composite key is at most 8 bytes");
 }
 
 namespace {
-
-constexpr std::uint64_t sign_bit(int width) { return std::uint64_t{1} << (8 * width - 1); }
-constexpr std::uint64_t low_bits(int width) { return width == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * width)) - 1; }
-
-/// A float's bits as an unsigned integer that orders as the floats do: -0.0 as 0.0, every NaN as all ones
-/// (above +inf, whose bits are below them).
-template <class Float, class Bits>
-std::uint64_t ordered_float(Float f) {
-  if (f != f) return ~Bits{0};
-  if (f == 0) f = 0;
-  const Bits bits = std::bit_cast<Bits>(f);
-  const Bits sign = Bits{1} << (8 * sizeof(Bits) - 1);
-  return (bits & sign) ? static_cast<Bits>(~bits) : static_cast<Bits>(bits | sign);
-}
-
-/// The bits of value `v` of a key column in component `c` (KeyComponent says what each kind does).
-template <class T>
-std::uint64_t encode(T v, const KeyComponent& c) {
-  using Kind = KeyComponent::Kind;
-  if constexpr (std::is_floating_point_v<T>) {
-    return c.width == 4 ? ordered_float<float, std::uint32_t>(static_cast<float>(v))
-                        : ordered_float<double, std::uint64_t>(static_cast<double>(v));
-  } else {
-    switch (c.kind) {
-      case Kind::Bool: return v != 0 ? 1 : 0;
-      case Kind::Unsigned: return static_cast<std::uint64_t>(v);
-      case Kind::Signed:  // a narrower unsigned value fits the signed type: the cast keeps it
-        return (static_cast<std::uint64_t>(static_cast<std::int64_t>(v)) & low_bits(c.width)) ^ sign_bit(c.width);
-      case Kind::Shared:
-        if constexpr (std::is_signed_v<T>)
-          return v < 0 ? 0 : static_cast<std::uint64_t>(v) | sign_bit(c.width);
-        else
-          return static_cast<std::uint64_t>(v) >= sign_bit(c.width) ? 1 : static_cast<std::uint64_t>(v) | sign_bit(c.width);
-      case Kind::Float: break;
-    }
-    return 0;
-  }
-}
 
 /// The key's components encoded and packed into `out`, most significant first, one component (one pass
 /// over the rows) at a time.
 template <class Packed>
 void pack(const KeyColumns& key, std::int64_t rows, Packed* out) {
-  for (std::size_t i = 0; i < key.columns.size(); ++i) {
-    const KeyComponent& c = key.components[i];
-    const char* values = static_cast<const char*>(key.columns[i].data);
-    const bool first = i == 0;
-    dispatch_value_type(key.columns[i].type, [&](auto type) {
-      using T = decltype(type);
-#pragma omp parallel for schedule(static)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        T v;
-        std::memcpy(&v, values + static_cast<std::size_t>(r) * sizeof(T), sizeof(T));
-        const std::uint64_t bits = encode(v, c);
-        out[r] = static_cast<Packed>(first ? bits : (static_cast<std::uint64_t>(out[r]) << (8 * c.width)) | bits);
-      }
-    });
-  }
+  for_each_encoded(key, rows, [&](std::size_t i, std::int64_t r, std::uint64_t bits) {
+    out[r] = static_cast<Packed>(i == 0 ? bits : (static_cast<std::uint64_t>(out[r]) << (8 * key.components[i].width)) | bits);
+  });
 }
 
 }  // namespace
@@ -277,6 +220,7 @@ TableJoinResult carried_result(JoinResult joined, const std::vector<NamedColumnV
 HostColumn sort_key(const KeyColumns& key, std::int64_t rows) {
   if (key.as_is()) return detail::copy_column(key.columns[0]);
   MGJOIN_EXPECTS(key.components.size() == key.columns.size(), "sort_key of a key not paired with the other side's");
+  if (key.hashed()) return hash_key(key, rows, key_hash_from_env());
   const bool narrow = key.bytes() <= 4;
   HostColumn packed = HostColumn::allocate(narrow ? DType::UInt32 : DType::UInt64, rows, MemoryKind::Pinned);
   if (narrow)

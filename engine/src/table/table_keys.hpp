@@ -1,8 +1,9 @@
 #pragma once
 // The key side of a table join: which columns are the key, whether the two sides' keys can be compared
 // (by value: integers of any width and signedness, floats, bool), and the one sort key per row that
-// join() runs on (a copy of a single 4- or 8-byte key column, or the components encoded and packed into
-// 4 or 8 bytes), with the row ids that travel beside it.
+// join() runs on (a copy of a single 4- or 8-byte key column, the components encoded and packed into
+// 4 or 8 bytes, or over 8 bytes a 64-bit hash of them: wide_keys.hpp), with the row ids that travel
+// beside it.
 #include <mgjoin/table.hpp>
 #include <mgjoin/types.hpp>
 
@@ -54,7 +55,10 @@ struct KeyColumns {
   std::vector<ColumnView> columns;
   std::vector<std::string> names;
   std::vector<KeyComponent> components;  ///< set by pair_keys
-  int bytes() const;                     ///< bytes of the sort key: the components' widths added up
+  int bytes() const;                     ///< the components' widths added up
+  /// Whether the sort key is a hash of the components (over 8 bytes of them), whose matches join_tables
+  /// verifies (wide_keys.hpp); otherwise they are packed, exactly.
+  bool hashed() const;
   /// Whether the key is used as it is: one column of a join() key type (int32, uint32, int64, uint64),
   /// the same type on both sides. Otherwise sort_key() encodes it.
   bool as_is() const;
@@ -69,7 +73,7 @@ void check_table(const TableView& table, const char* side);
 KeyColumns key_columns(const TableView& table, const std::vector<std::string>& on, const char* side, const char* field);
 
 /// Checks that the left and right keys can be compared — as many columns, pairwise comparable
-/// (key_component), at most 8 bytes of sort key together — and sets both sides' components.
+/// (key_component) — and sets both sides' components.
 /// @throw InputError naming the columns.
 void pair_keys(KeyColumns& left, KeyColumns& right);
 
@@ -91,7 +95,8 @@ JoinColumns join_columns(const TableView& left, const TableView& right, const Ta
 /// The sort key of every row: a copy of the key column where it is used as it is (KeyColumns::as_is),
 /// else the components encoded (KeyComponent) and packed most significant first into a uint32 (up to 4
 /// bytes) or uint64, so that the packed keys of both sides are equal exactly when the key tuples are
-/// equal by value, and order like them.
+/// equal by value, and order like them; over 8 bytes (KeyColumns::hashed) a uint64 hash of the encoded
+/// components (hash_key: equal tuples, equal hashes; equal hashes, tuples to verify).
 HostColumn sort_key(const KeyColumns& key, std::int64_t rows);
 
 /// join_tables' result of an inner join whose payloads went through join() (carried): the count and,
