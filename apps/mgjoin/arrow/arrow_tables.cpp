@@ -78,13 +78,20 @@ std::shared_ptr<arrow::DataType> arrow_type_of(DType t) {
   }
 }
 
+/// Arrow's messages may span lines; the CLI's errors are one.
+std::string one_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  for (std::size_t at; (at = text.find('\n')) != std::string::npos;) text.replace(at, 1, "; ");
+  return text;
+}
+
 template <class T>
 T value_or_throw(arrow::Result<T> r, const std::string& what) {
-  if (!r.ok()) throw InputError(what + ": " + r.status().message());
+  if (!r.ok()) throw InputError(what + ": " + one_line(r.status().message()));
   return std::move(r).ValueOrDie();
 }
 void ok_or_throw(const arrow::Status& s, const std::string& what) {
-  if (!s.ok()) throw InputError(what + ": " + s.message());
+  if (!s.ok()) throw InputError(what + ": " + one_line(s.message()));
 }
 
 /// Arrow's and Parquet's own exceptions (a corrupt footer) as one line naming the file.
@@ -95,7 +102,7 @@ auto naming_file(const fs::path& file, F&& f) {
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(file.string() + ": " + e.what());
+    throw InputError(file.string() + ": " + one_line(e.what()));
   }
 }
 
