@@ -7,6 +7,7 @@
 #include <mgjoin/distributed.hpp>
 #include <mgjoin/engine.hpp>
 
+#include "core/timing.hpp"
 #include "engine/src/api/copart.hpp"
 
 #include <mpi.h>
@@ -128,10 +129,10 @@ HostColumn send_to_owners(const Comm& c, const ColumnView& column, const std::ve
 /// the local join's own in the result).
 class StepClock {
  public:
-  StepClock() : last_(std::chrono::steady_clock::now()) {}
+  StepClock() : last_(timing::Clock::now()) {}
   /// Ends the step running since the last mark.
   void mark(const char* step) {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = timing::Clock::now();
     phases_.push_back({std::string("ranks.") + step, std::chrono::duration<double>(now - last_).count(), 0, 0});
     last_ = now;
   }
@@ -139,7 +140,7 @@ class StepClock {
   void prepend_to(std::vector<PhaseStat>& phases) const { phases.insert(phases.begin(), phases_.begin(), phases_.end()); }
 
  private:
-  std::chrono::steady_clock::time_point last_;
+  timing::Clock::time_point last_;
   std::vector<PhaseStat> phases_;
 };
 

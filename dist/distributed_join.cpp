@@ -2,6 +2,7 @@
 // them (dist/collectives.hpp).
 #include <mgjoin/distributed.hpp>
 
+#include "core/timing.hpp"
 #include "dist/collectives.hpp"
 #include "dist/rank_gpus.hpp"
 
@@ -78,11 +79,11 @@ DistributedResult detail::join_ranks(RelationView r, RelationView s, const JoinO
   DistributedResult result;
   result.ranks = c.size;
   if (on_gpus) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = timing::Clock::now();
     if (std::optional<RankJoined> joined = on_gpus->finish(c, plan)) {
       clock.mark("gpus");
       result.local = std::move(joined->local);
-      result.local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      result.local.seconds = timing::seconds_since(start);
       result.r_rows = joined->r_rows;
       result.s_rows = joined->s_rows;
       result.count = total_count(c, result.local.count);

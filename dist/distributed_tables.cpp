@@ -5,6 +5,7 @@
 // row indices of the whole tables.
 #include <mgjoin/distributed.hpp>
 
+#include "core/timing.hpp"
 #include "dist/collectives.hpp"
 #include "dist/rank_gpus.hpp"
 #include "engine/src/api/tables.hpp"
@@ -191,13 +192,13 @@ DistributedTableResult detail::join_tables_ranks(const TableView& left, const Ta
   DistributedTableResult result;
   result.ranks = c.size;
   if (on_gpus) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = timing::Clock::now();
     const RankPlan gpu_plan{plan, left_sample, right_sample, first_row(c, left_rows), first_row(c, right_rows)};
     if (std::optional<RankJoined> joined = on_gpus->finish(c, gpu_plan)) {
       clock.mark("gpus");
       result.local = table::carried_result(std::move(joined->local), cols.left_columns, cols.right_columns,
                                            options.output == TableOutput::Columns);
-      result.local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      result.local.seconds = timing::seconds_since(start);
       result.left_received = joined->r_rows;
       result.right_received = joined->s_rows;
       result.count = total_count(c, result.local.count);

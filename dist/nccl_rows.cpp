@@ -39,7 +39,7 @@ std::unique_ptr<NcclRows> NcclRows::create(const Comm& c, int device) {
     MGJOIN_INPUT_EXPECTS(device >= 0 && device < gpu::device_count(),
                          "RankExchange::Nccl: this rank has no GPU " + std::to_string(device) + " (it sees " +
                              std::to_string(gpu::device_count()) + ")");
-    if (c.rank == 0) MGJOIN_NCCL_TRY(ncclGetUniqueId(&id));
+    if (c.rank == 0) MGJOIN_NCCL_TRY(p2p::nccl().get_unique_id(&id));
     return seconds;
   });
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c.comm);
@@ -47,11 +47,11 @@ std::unique_ptr<NcclRows> NcclRows::create(const Comm& c, int device) {
   try {
     agreed(c, [&] {
       gpu::DeviceGuard guard(device);
-      MGJOIN_NCCL_TRY(ncclCommInitRank(&comm, c.size, id, c.rank));
+      MGJOIN_NCCL_TRY(p2p::nccl().comm_init_rank(&comm, c.size, id, c.rank));
       return 0;
     });
   } catch (...) {
-    if (comm) ncclCommAbort(comm);  // made here, but not on every rank
+    if (comm) p2p::nccl().comm_abort(comm);  // made here, but not on every rank
     throw;
   }
   return std::unique_ptr<NcclRows>(new NcclRows(comm, device, timeout));
@@ -63,9 +63,9 @@ std::unique_ptr<NcclRows> NcclRows::adopt(const Comm& c, ncclComm_t comm) {
   const double timeout = agreed(c, [&] {
     MGJOIN_INPUT_EXPECTS(comm != nullptr, "dist::Engine: the NCCL communicator is null");
     int count = 0, rank = -1;
-    MGJOIN_NCCL_TRY(ncclCommCount(comm, &count));
-    MGJOIN_NCCL_TRY(ncclCommUserRank(comm, &rank));
-    MGJOIN_NCCL_TRY(ncclCommCuDevice(comm, &device));
+    MGJOIN_NCCL_TRY(p2p::nccl().comm_count(comm, &count));
+    MGJOIN_NCCL_TRY(p2p::nccl().comm_user_rank(comm, &rank));
+    MGJOIN_NCCL_TRY(p2p::nccl().comm_cu_device(comm, &device));
     MGJOIN_INPUT_EXPECTS(count == c.size && rank == c.rank,
                          "dist::Engine: the NCCL communicator's rank " + std::to_string(rank) + " of " + std::to_string(count) +
                              " is not the MPI communicator's rank " + std::to_string(c.rank) + " of " + std::to_string(c.size));
@@ -76,11 +76,11 @@ std::unique_ptr<NcclRows> NcclRows::adopt(const Comm& c, ncclComm_t comm) {
   try {
     agreed(c, [&] {
       gpu::DeviceGuard guard(device);
-      MGJOIN_NCCL_TRY(ncclCommSplit(comm, 0, c.rank, &own, nullptr));
+      MGJOIN_NCCL_TRY(p2p::nccl().comm_split(comm, 0, c.rank, &own, nullptr));
       return 0;
     });
   } catch (...) {
-    if (own) ncclCommAbort(own);
+    if (own) p2p::nccl().comm_abort(own);
     throw;
   }
   return std::unique_ptr<NcclRows>(new NcclRows(own, device, timeout));
@@ -105,9 +105,9 @@ NcclRows::~NcclRows() {
   // After an exchange that did not complete, operations may still wait on peers: destroying would wait
   // with them, aborting does not.
   if (dirty_)
-    ncclCommAbort(comm_);
+    p2p::nccl().comm_abort(comm_);
   else
-    ncclCommDestroy(comm_);
+    p2p::nccl().comm_destroy(comm_);
 }
 
 void NcclRows::wait(cudaStream_t stream) const {
@@ -117,10 +117,10 @@ void NcclRows::wait(cudaStream_t stream) const {
     if (done == cudaSuccess) return;
     if (done != cudaErrorNotReady) MGJOIN_CUDA_TRY(done);
     ncclResult_t async = ncclSuccess;
-    MGJOIN_NCCL_TRY(ncclCommGetAsyncError(comm_, &async));
+    MGJOIN_NCCL_TRY(p2p::nccl().comm_get_async_error(comm_, &async));
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (async != ncclSuccess || waited > timeout_) {
-      ncclCommAbort(comm_);  // its operations end (the stream with them); the communicator is gone
+      p2p::nccl().comm_abort(comm_);  // its operations end (the stream with them); the communicator is gone
       aborted_ = true;
       if (async != ncclSuccess) MGJOIN_NCCL_TRY(async);
       throw Error("the NCCL exchange did not complete within MGJOIN_NCCL_TIMEOUT=" + std::to_string(timeout_) +
@@ -162,17 +162,17 @@ void NcclRows::exchange(const Comm& c, const Outbound& out, const ExchangeLayout
           MGJOIN_CUDA_TRY(cudaMemcpyAsync(b->send.base() + d * slot, out.bytes.get() + (send_at[d] + first) * width,
                                           static_cast<std::size_t>(n * width), cudaMemcpyHostToDevice, b->stream));
       // The group always ends (an error inside it would leave this thread's later NCCL calls grouped).
-      MGJOIN_NCCL_TRY(ncclGroupStart());
+      MGJOIN_NCCL_TRY(p2p::nccl().group_start());
       ncclResult_t queued = ncclSuccess;
       for (std::size_t d = 0; d < peers && queued == ncclSuccess; ++d) {
         if (d == self) continue;
         const int peer = static_cast<int>(d);
         if (const std::int64_t n = rows_at(out.rows[d], first); n > 0)
-          queued = ncclSend(b->send.base() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b->stream);
+          queued = p2p::nccl().send(b->send.base() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b->stream);
         if (const std::int64_t n = rows_at(in_rows[d], first); n > 0 && queued == ncclSuccess)
-          queued = ncclRecv(b->receive.base() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b->stream);
+          queued = p2p::nccl().recv(b->receive.base() + d * slot, static_cast<std::size_t>(n * width), ncclUint8, peer, comm_, b->stream);
       }
-      const ncclResult_t ended = ncclGroupEnd();
+      const ncclResult_t ended = p2p::nccl().group_end();
       MGJOIN_NCCL_TRY(queued);
       MGJOIN_NCCL_TRY(ended);
       wait(b->stream);  // before the copies out: a copy into pageable memory would block without a bound
@@ -201,19 +201,19 @@ void NcclRows::exchange_on_device(const Comm& c, std::span<const DeviceColumn> c
         MGJOIN_CUDA_TRY(cudaMemcpyAsync(col.receive + bytes(recv_at[self], col.width), col.send + bytes(send_at[self], col.width),
                                         bytes(out_rows[self], col.width), cudaMemcpyDeviceToDevice, stream));
     // The group always ends (an error inside it would leave this thread's later NCCL calls grouped).
-    MGJOIN_NCCL_TRY(ncclGroupStart());
+    MGJOIN_NCCL_TRY(p2p::nccl().group_start());
     ncclResult_t queued = ncclSuccess;
     for (const DeviceColumn& col : columns)
       for (std::size_t d = 0; d < out_rows.size() && queued == ncclSuccess; ++d) {
         if (d == self) continue;
         const int peer = static_cast<int>(d);
         if (out_rows[d] > 0)
-          queued = ncclSend(col.send + bytes(send_at[d], col.width), bytes(out_rows[d], col.width), ncclUint8, peer, comm_, stream);
+          queued = p2p::nccl().send(col.send + bytes(send_at[d], col.width), bytes(out_rows[d], col.width), ncclUint8, peer, comm_, stream);
         if (in_rows[d] > 0 && queued == ncclSuccess)
-          queued = ncclRecv(col.receive + bytes(recv_at[d], col.width), bytes(in_rows[d], col.width), ncclUint8, peer, comm_,
+          queued = p2p::nccl().recv(col.receive + bytes(recv_at[d], col.width), bytes(in_rows[d], col.width), ncclUint8, peer, comm_,
                             stream);
       }
-    const ncclResult_t ended = ncclGroupEnd();
+    const ncclResult_t ended = p2p::nccl().group_end();
     MGJOIN_NCCL_TRY(queued);
     MGJOIN_NCCL_TRY(ended);
     wait(stream);

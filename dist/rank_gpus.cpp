@@ -122,6 +122,41 @@ void test_kill_point(int rank) {
 
 std::string gpu_name(int device) { return "GPU " + std::to_string(device); }
 
+/// The local join: the one-GPU co-partitioned flow on what arrived (one GPU's plan reads no keys). Its
+/// inputs are in this GPU's memory: one GPU with payloads carried copies them in by copy_rows_in, whose
+/// direction follows the pointers (late payloads or several GPUs would copy host to device). nullopt
+/// where the GPU cannot hold its plan (the host route takes over).
+std::optional<JoinResult> join_received(const Comm& c, mgjoin::Engine& local, alloc::DeviceStackAllocator& memory,
+                                        int device, const std::array<RelationView, 2>& rel,
+                                        const std::array<copart::Widths, 2>& w, std::vector<Received>& in,
+                                        OutputMode output, StepClock& clock) {
+  // The partition kernel left the keys in the ordered unsigned form; the local flow takes the user's.
+  const gpu::Stream work(device);
+  for (int side = 0; side < 2; ++side)
+    if (in[side].rows > 0)
+      exec::flip_keys(w[side].key_bytes, in[side].keys.data(), in[side].rows, exec::ordered_key_xor(rel[side].key.type), work,
+                      exec::kCopartFlipBlocks);
+  work.synchronize();
+  const RelationView rv = in[0].view(rel[0]), sv = in[1].view(rel[1]);
+  const copart::CopartPlan local_plan =
+      copart::plan_copart(copart::one_gpu_sample(rv.size()), copart::one_gpu_sample(sv.size()), rv, sv, 1, output,
+                          memory.available(), copart::device_scratch_sizes(), PayloadFlow::Carry);
+  if (!local_plan.fits || test_declines(c.rank, "plan")) return std::nullopt;
+  clock.mark("gpus.plan");
+  const copart::CopartContext ctx =
+      local.resources().copart_context(Exchange::CopyEngines, copart::pinned_bytes_needed(local_plan, output));
+  JoinResult res;
+  res.strategy = JoinStrategy::CoPartitioned;
+  res.strategy_reason = "co-partitioned across " + std::to_string(c.size) + " ranks on their GPUs: " + local_plan.reason;
+  res.executor = gpu_name(device) + " of rank " + std::to_string(c.rank) + " (co-partitioned across ranks, NCCL)";
+  try {
+    copart::run_copart(rv, sv, local_plan, output, ctx, res);
+  } catch (const copart::PlanMissed&) {
+    return std::nullopt;
+  }
+  return res;
+}
+
 }  // namespace
 
 bool rank_gpus_can_join(const Comm& c, const RelationView& r, const RelationView& s, OutputMode output,
@@ -173,7 +208,6 @@ std::optional<RankJoined> RankGpuJoin::finish(const Comm& c, const RankPlan& pla
   State& st = *state_;
   const int device = st.device();
   const gpu::DeviceGuard guard(device);
-  const auto& [r, s] = st.rel;
   const auto& w = st.w;
   const std::array<std::int64_t, 2> first{plan.r_first, plan.s_first};
   const copart::PartitionSizes sizes = copart::estimate_sizes(plan.partitions, plan.r_sample, plan.s_sample);
@@ -224,36 +258,8 @@ std::optional<RankJoined> RankGpuJoin::finish(const Comm& c, const RankPlan& pla
   release(out);
   clock.mark("gpus.nccl");
 
-  // The local join: the one-GPU co-partitioned flow on what arrived (one GPU's plan reads no keys). Its
-  // inputs are in this GPU's memory: one GPU with payloads carried copies them in by copy_rows_in, whose
-  // direction follows the pointers (late payloads or several GPUs would copy host to device).
-  std::optional<JoinResult> result = agreed(c, [&]() -> std::optional<JoinResult> {
-    // The partition kernel left the keys in the ordered unsigned form; the local flow takes the user's.
-    const gpu::Stream work(device);
-    for (int side = 0; side < 2; ++side)
-      if (in[side].rows > 0)
-        exec::flip_keys(w[side].key_bytes, in[side].keys.data(), in[side].rows, exec::ordered_key_xor(st.rel[side].key.type),
-                        work, exec::kCopartFlipBlocks);
-    work.synchronize();
-    const RelationView rv = in[0].view(r), sv = in[1].view(s);
-    const copart::CopartPlan local_plan =
-        copart::plan_copart(copart::one_gpu_sample(rv.size()), copart::one_gpu_sample(sv.size()), rv, sv, 1, st.output,
-                            st.memory().available(), copart::device_scratch_sizes(), PayloadFlow::Carry);
-    if (!local_plan.fits || test_declines(c.rank, "plan")) return std::nullopt;
-    clock.mark("gpus.plan");
-    const copart::CopartContext ctx =
-        st.local.resources().copart_context(Exchange::CopyEngines, copart::pinned_bytes_needed(local_plan, st.output));
-    JoinResult res;
-    res.strategy = JoinStrategy::CoPartitioned;
-    res.strategy_reason = "co-partitioned across " + std::to_string(c.size) + " ranks on their GPUs: " + local_plan.reason;
-    res.executor = gpu_name(device) + " of rank " + std::to_string(c.rank) + " (co-partitioned across ranks, NCCL)";
-    try {
-      copart::run_copart(rv, sv, local_plan, st.output, ctx, res);
-    } catch (const copart::PlanMissed&) {
-      return std::nullopt;
-    }
-    return res;
-  });
+  std::optional<JoinResult> result =
+      agreed(c, [&] { return join_received(c, st.local, st.memory(), device, st.rel, w, in, st.output, clock); });
   if (!all_ranks(c, result.has_value())) return std::nullopt;
   clock.prepend_to(result->phases);
   return RankJoined{std::move(*result), in[0].rows, in[1].rows};

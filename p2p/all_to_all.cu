@@ -40,19 +40,19 @@ void all_to_all_nccl(std::span<const PeerCopy> copies, const NcclComms& comms, s
   // queue to drain before the peers' kernels that drain it were launched. Each group's sends and
   // receives pair up within the group, so the groups complete one after another in stream order.
   std::size_t in_group = 0;
-  MGJOIN_NCCL_TRY(ncclGroupStart());
+  MGJOIN_NCCL_TRY(nccl().group_start());
   for (const auto& c : copies) {
     if (c.bytes == 0 || c.src == c.dst) continue;
     if (in_group == kNcclCopiesPerGroup) {
-      MGJOIN_NCCL_TRY(ncclGroupEnd());
-      MGJOIN_NCCL_TRY(ncclGroupStart());
+      MGJOIN_NCCL_TRY(nccl().group_end());
+      MGJOIN_NCCL_TRY(nccl().group_start());
       in_group = 0;
     }
-    MGJOIN_NCCL_TRY(ncclSend(c.src_ptr, c.bytes, ncclUint8, c.dst, comms.comm(c.src), streams[c.src]));
-    MGJOIN_NCCL_TRY(ncclRecv(c.dst_ptr, c.bytes, ncclUint8, c.src, comms.comm(c.dst), streams[c.dst]));
+    MGJOIN_NCCL_TRY(nccl().send(c.src_ptr, c.bytes, ncclUint8, c.dst, comms.comm(c.src), streams[c.src]));
+    MGJOIN_NCCL_TRY(nccl().recv(c.dst_ptr, c.bytes, ncclUint8, c.src, comms.comm(c.dst), streams[c.dst]));
     ++in_group;
   }
-  MGJOIN_NCCL_TRY(ncclGroupEnd());
+  MGJOIN_NCCL_TRY(nccl().group_end());
 }
 
 }  // namespace mgjoin::p2p

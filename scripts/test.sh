@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds mgjoin and runs the whole test suite. GPU tests skip themselves without GPUs;
 # on a GPU machine they run for real (export NCCL_NVLS_ENABLE=0 is set here for safety).
-# Then builds the Python package into a virtual environment (build/venv) and runs its tests
-# (MGJOIN_PYTHON_TESTS=0 leaves that part out).
+# Then builds the Python package's wheel, installs it into a fresh virtual environment (build/wheel-venv)
+# and runs its tests there (MGJOIN_PYTHON_TESTS=0 leaves that part out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
@@ -18,10 +18,15 @@ python_tests=${MGJOIN_PYTHON_TESTS:-1}
 PATH="$PWD/build/venv/bin:$PATH" ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 if [ "$python_tests" != 0 ]; then
-  # The extension and the bundled CLI only (pyproject.toml), Release, in build/python (kept between runs).
-  CMAKE_BUILD_PARALLEL_LEVEL=${MGJOIN_BUILD_JOBS:-$(nproc)} \
-    build/venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation \
-    -Cbuild-dir=build/python .
-  # From outside the source tree, so that the installed package is the one imported.
-  (cd build && venv/bin/python -m pytest -q -p no:cacheprovider ../python/tests)
+  # The wheel (scripts/build-wheel.sh) for this build's GPU architectures (MGJOIN_CUDA_ARCHS, default 90:
+  # the five of a release wheel would take five times as long), built in build/python (kept between runs)
+  # with build/venv's tools, then installed into a fresh virtual environment as a user would install it.
+  wheel=$(MGJOIN_CUDA_ARCHS=${MGJOIN_CUDA_ARCHS:-90} MGJOIN_WHEEL_BUILD=build/python MGJOIN_WHEEL_TOOLS=build/venv \
+          scripts/build-wheel.sh | tail -1)
+  rm -rf build/wheel-venv
+  python3 -m venv build/wheel-venv
+  build/wheel-venv/bin/python -m pip install -q --disable-pip-version-check "$wheel[test]" duckdb polars tpchgen-cli
+  # From outside the source tree (the installed package is imported), with no NCCL on the library path:
+  # tests/test_packaging.py checks that nothing loads it.
+  (cd build && env -u LD_LIBRARY_PATH wheel-venv/bin/python -m pytest -q -p no:cacheprovider ../python/tests)
 fi

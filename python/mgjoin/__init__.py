@@ -3,6 +3,7 @@
     >>> import mgjoin, pyarrow.parquet as pq
     >>> out = mgjoin.join(pq.read_table("orders.parquet"), pq.read_table("customers.parquet"),
     ...                   on="c_id", how="left")          # a pyarrow.Table
+    >>> out = mgjoin.join("orders/", "customers.parquet", on="c_id")   # files: the columns used, read
 
 ``join`` runs on every GPU (the CPU path without GPUs); an ``Engine`` keeps the GPUs' memory for many
 joins; ``topology()`` and ``tune()`` are the CLI's

@@ -294,8 +294,12 @@ def join(
     """Equi-join of two tables on key columns, on all GPUs (or the CPU path without GPUs).
 
     ``left`` and ``right`` are each a ``pyarrow.Table`` (or RecordBatch), a ``pandas.DataFrame``, a
-    mapping of column name to 1-D array, or any object with the Arrow PyCapsule interface (a Polars
-    DataFrame, a DuckDB relation). Key and payload columns of int8 ... int64, uint8 ... uint64, float32,
+    mapping of column name to 1-D array, any object with the Arrow PyCapsule interface (a Polars
+    DataFrame, a DuckDB relation), a path (str or os.PathLike) to a Parquet file, an Arrow IPC (Feather)
+    file or a folder of Parquet files (hive ``name=value`` folders read as columns), or a
+    ``pyarrow.dataset.Dataset``. Of a file or dataset only the columns the join uses are read, by pyarrow's
+    multi-threaded scanner, into a table before the join starts (not yet streamed into it; see
+    docs/PYTHON.md, Files and datasets). Key and payload columns of int8 ... int64, uint8 ... uint64, float32,
     float64, bool, and of the Arrow types stored as such integers (date, time, timestamp, duration,
     decimal32/64, float16, fixed_size_binary of 1, 2, 4 or 8 bytes) go to the engine without a copy where
     their layout allows (see docs/PYTHON.md, Types and Zero-copy); payload columns of other types (strings,
@@ -353,7 +357,10 @@ def join(
         unmatched left rows, then its unmatched right rows; semi and anti joins in table order.
 
     Raises:
-        ValueError: bad input (the message names the table and column, or the argument).
+        ValueError: bad input (the message names the table and column, or the argument); a file that
+            cannot be read (corrupt, truncated, a dataset whose files differ in a column the join reads),
+            naming the file and column, pyarrow's error as its cause.
+        FileNotFoundError: a path that is not there.
         mgjoin.GpuError: a CUDA failure.
         MemoryError: host or GPU memory cannot hold the join (checked before it is taken).
         KeyboardInterrupt: Ctrl-C; the join stops at its next cancellation point and frees what it took.

@@ -1,5 +1,6 @@
-"""Input conversion: pyarrow tables, pandas DataFrames, mappings of arrays and any object with the Arrow
-PyCapsule interface (Polars DataFrames, DuckDB relations, nanoarrow) -> NumPy columns.
+"""Input conversion: pyarrow tables, pandas DataFrames, mappings of arrays, any object with the Arrow
+PyCapsule interface (Polars DataFrames, DuckDB relations, nanoarrow), and Parquet and Arrow IPC files and
+datasets (read by ``_files.py``, only the columns the join uses) -> NumPy columns.
 
 The engine takes 1-D, C-contiguous NumPy arrays of int8 ... int64, uint8 ... uint64, float32, float64 or
 bool. What is already laid out that way is passed without a copy:
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+
+from ._files import FileSource, is_file_source
 
 # The name of the hidden validity column of a payload column with nulls, and of the hidden row-number
 # column of a table some of whose payload columns pyarrow gathers: no user column's name holds a NUL.
@@ -209,7 +212,12 @@ class InputTable:
 
     def __init__(self, table: Any, side: str) -> None:
         self.side = side
-        if _is_pandas(table, "DataFrame"):
+        self._source: Optional[FileSource] = None
+        self.where = ""  # " (its path)" for a file or dataset, in the messages
+        if is_file_source(table):
+            self._source = FileSource(table, side)
+            self._table, self.names, self.where = None, self._source.names, f" ({self._source.where})"
+        elif _is_pandas(table, "DataFrame"):
             self._table, self.names = table, list(table.columns)
         elif _is_arrow(table, "Table", "RecordBatch"):
             self._table, self.names = table, list(table.column_names)
@@ -221,7 +229,8 @@ class InputTable:
         else:
             raise TypeError(
                 f"{side} table: expected a pyarrow.Table, a pandas.DataFrame, a mapping of column name to 1-D "
-                f"array, or an object with the Arrow PyCapsule interface (a Polars DataFrame, a DuckDB relation), "
+                f"array, a path to a Parquet or Arrow IPC file or dataset, a pyarrow.dataset.Dataset, or an object "
+                f"with the Arrow PyCapsule interface (a Polars DataFrame, a DuckDB relation), "
                 f"got {type(table).__name__}"
             )
 
@@ -231,12 +240,18 @@ class InputTable:
             if not isinstance(name, str):
                 raise ValueError(f"{self.side} table: column names must be strings, got {name!r}")
             if name not in self.names:
-                raise ValueError(f"{self.side} table has no column {name!r} (its columns: "
+                raise ValueError(f"{self.side} table{self.where} has no column {name!r} (its columns: "
                                  f"{', '.join(map(str, self.names)) or 'none'}){what}")
             if "\x00" in name:
                 raise ValueError(f"{self.side} table: column name {name!r} holds a NUL character")
             if self.names.count(name) > 1:
                 raise ValueError(f"{self.side} table: the column name {name!r} appears more than once")
+
+    def load(self, names: list[str]) -> None:
+        """Reads the columns `names` of a file or dataset (the only ones of it ever read); other tables are
+        read column by column as they are."""
+        if self._source is not None:
+            self._table = self._source.read(list(dict.fromkeys(names)))
 
     def raw(self, name: str) -> Any:
         if _is_arrow(self._table, "Table", "RecordBatch"):
@@ -303,7 +318,9 @@ def convert(table: InputTable, keys: list[str], payloads: list[str]) -> tuple[di
     payloads pyarrow gathers are in the second only."""
     arrays: dict[str, np.ndarray] = {}
     columns: dict[str, Column] = {}
-    for name in keys + [p for p in payloads if p not in keys]:
+    names = keys + [p for p in payloads if p not in keys]
+    table.load(names)
+    for name in names:
         column = table.column(name, is_key=name in keys)
         columns[name] = column
         if column.values is None:

@@ -12,6 +12,11 @@ import pytest
 
 import mgjoin
 
+# A process started with SIGINT ignored (a detached background job of a non-interactive shell) gets no
+# Python Ctrl-C handler, so nothing can interrupt its joins: these tests say so instead of failing.
+pytestmark = pytest.mark.skipif(signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+                                reason="SIGINT is ignored in this process (its launcher ignored it)")
+
 ROWS = 6_000_000  # the CPU path sorts each side for a few hundred milliseconds on a 2-core machine
 
 

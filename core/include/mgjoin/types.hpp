@@ -1,5 +1,6 @@
 #pragma once
 // Column types, non-owning column views and owning host columns: the vocabulary of the public API.
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,21 +37,32 @@ std::string_view dtype_name(DType t);
 /// Parses the names above (and numpy's "i4", "u8", "f4", "b1", ...); nullopt when unknown.
 std::optional<DType> parse_dtype(std::string_view name);
 
-/// Non-owning view of a column in host memory.
+/// Non-owning view of a column in host memory. The count may be any integer type:
+/// `ColumnView{v.data(), v.size(), DType::Int64}` takes a std::size_t without a narrowing error.
 struct ColumnView {
   const void* data = nullptr;
   std::int64_t size = 0;  ///< number of elements
   DType type = DType::UInt64;
 
+  constexpr ColumnView() = default;
+  template <std::integral Count>
+  constexpr ColumnView(const void* data_, Count count, DType type_ = DType::UInt64)
+      : data(data_), size(static_cast<std::int64_t>(count)), type(type_) {}
+
   template <class T> const T* as() const { return static_cast<const T*>(data); }
   std::size_t bytes() const { return static_cast<std::size_t>(size) * dtype_size(type); }
 };
 
-/// Non-owning mutable view of a column in host memory.
+/// Non-owning mutable view of a column in host memory; its count may be any integer type, as ColumnView's.
 struct MutableColumnView {
   void* data = nullptr;
   std::int64_t size = 0;
   DType type = DType::UInt64;
+
+  constexpr MutableColumnView() = default;
+  template <std::integral Count>
+  constexpr MutableColumnView(void* data_, Count count, DType type_ = DType::UInt64)
+      : data(data_), size(static_cast<std::int64_t>(count)), type(type_) {}
 
   template <class T> T* as() const { return static_cast<T*>(data); }
   std::size_t bytes() const { return static_cast<std::size_t>(size) * dtype_size(type); }

@@ -31,12 +31,14 @@
 #include <mgjoin/types.hpp>
 
 #include <mpi.h>
-#include <nccl.h>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+
+// NCCL's communicator handle, declared as nccl.h declares it: users who pass none need no NCCL headers.
+using ncclComm_t = struct ncclComm*;
 
 namespace mgjoin::dist {
 

@@ -20,11 +20,11 @@ class NcclComms {
   explicit NcclComms(std::span<const int> devices) : devices_(devices.begin(), devices.end()) {
     ::setenv("NCCL_NVLS_ENABLE", "0", 1);  // hard safety rule, overriding any inherited value
     comms_.resize(devices_.size());
-    MGJOIN_NCCL_TRY(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()));
+    MGJOIN_NCCL_TRY(nccl().comm_init_all(comms_.data(), static_cast<int>(devices_.size()), devices_.data()));
   }
   ~NcclComms() {
     for (auto c : comms_)
-      if (c) ncclCommDestroy(c);
+      if (c) nccl().comm_destroy(c);
   }
   NcclComms(const NcclComms&) = delete;
   NcclComms& operator=(const NcclComms&) = delete;

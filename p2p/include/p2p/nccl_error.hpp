@@ -1,16 +1,16 @@
 #pragma once
 // NCCL's checks, beside the NCCL code: the public error header stays free of <nccl.h>.
-#include <mgjoin/error.hpp>
+#include "p2p/nccl_api.hpp"
 
-#include <nccl.h>
+#include <mgjoin/error.hpp>
 
 #include <string>
 
 namespace mgjoin::detail {
 
 [[noreturn]] inline void throw_nccl_error(int code, const char* call, const char* file, int line) {
-  throw CudaError("NCCL error " + std::to_string(code) + " (" + ncclGetErrorString(static_cast<ncclResult_t>(code)) +
-                  ") in " + call + " at " + where(file, line));
+  const char* text = ::mgjoin::p2p::nccl().get_error_string(static_cast<ncclResult_t>(code));
+  throw CudaError("NCCL error " + std::to_string(code) + " (" + text + ") in " + call + " at " + where(file, line));
 }
 
 }  // namespace mgjoin::detail
