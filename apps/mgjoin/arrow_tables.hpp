@@ -1,6 +1,6 @@
 #pragma once
 // Tables in Parquet and Arrow IPC files for `mgjoin join`, through Apache Arrow's C++ libraries (built in
-// where CMake's MGJOIN_PARQUET found them: arrow_formats_built()). This header holds no Arrow type, so
+// where CMake's MGJOIN_PARQUET found them: expect_arrow_formats()). This header holds no Arrow type, so
 // that the rest of the CLI compiles without Arrow; apps/mgjoin/arrow/ implements it.
 //
 //   ArrowTableSource t = inspect_arrow_table("orders/", "--r");       // schemas of every file, rows
@@ -31,8 +31,9 @@ const char* table_format_name(TableFormat format);
 /// anything else: .npy (column files).
 TableFormat table_format_of(const std::filesystem::path& path);
 
-/// Whether this CLI was built with Arrow (MGJOIN_PARQUET).
-bool arrow_formats_built();
+/// Nothing where this CLI was built with Arrow (CMake's MGJOIN_PARQUET found pyarrow); elsewhere @throw
+/// InputError "`what`: this mgjoin was built without Parquet and Arrow IPC support (why)".
+void expect_arrow_formats(const std::string& what);
 
 /// An Arrow data type, kept from the input to write the output with it (dates stay dates).
 struct ArrowType;

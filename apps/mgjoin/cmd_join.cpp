@@ -331,9 +331,7 @@ TableFormat output_format(const JoinArgs& a, const TableSource& r, const TableSo
   if (!a.format.empty()) {
     for (TableFormat f : {TableFormat::Npy, TableFormat::Parquet, TableFormat::ArrowIpc})
       if (a.format == table_format_name(f)) {
-        MGJOIN_INPUT_EXPECTS(f == TableFormat::Npy || arrow_formats_built(),
-                             "--format " + a.format + ": this mgjoin was built without Parquet and Arrow IPC support "
-                             "(CMake's MGJOIN_PARQUET found no pyarrow)");
+        if (f != TableFormat::Npy) expect_arrow_formats("--format " + a.format);
         return f;
       }
     throw InputError("--format " + a.format + ": expected parquet, arrow or npy");

@@ -1,5 +1,5 @@
-// Which format a table path holds, and, in a CLI built without Arrow (MGJOIN_PARQUET off), the Arrow
-// functions as one-line refusals.
+// Which format a table path holds, and, in a CLI built without Arrow (MGJOIN_NO_PARQUET_REASON: CMake's
+// MGJOIN_PARQUET off or no pyarrow found), the Arrow functions as one-line refusals saying why.
 #include "arrow_tables.hpp"
 
 #include <mgjoin/error.hpp>
@@ -50,14 +50,13 @@ TableFormat table_format_of(const fs::path& path) {
   return TableFormat::Npy;
 }
 
-#ifndef MGJOIN_WITH_PARQUET
+#ifdef MGJOIN_NO_PARQUET_REASON
 namespace {
 [[noreturn]] void not_built(const std::string& what) {
-  throw InputError(what + ": this mgjoin was built without Parquet and Arrow IPC support (CMake's MGJOIN_PARQUET "
-                          "found no pyarrow: run scripts/install-arrow.sh and configure again)");
+  throw InputError(what + ": this mgjoin was built without Parquet and Arrow IPC support (" MGJOIN_NO_PARQUET_REASON ")");
 }
 }  // namespace
-bool arrow_formats_built() { return false; }
+void expect_arrow_formats(const std::string& what) { not_built(what); }
 struct ArrowType {};
 const ArrowColumnInfo* ArrowTableSource::find(const std::string&) const { return nullptr; }
 ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& option) {

@@ -2,6 +2,9 @@
 // against DuckDB, where MGJOIN_PARQUET is on).
 #include "cli/cli_test_util.hpp"
 
+#include <string>
+#include <utility>
+
 namespace mgjoin::test {
 namespace {
 
@@ -38,6 +41,30 @@ TEST_F(CliFormats, ATablePathOfAnotherKindIsRefused) {
   const CliResult both = mgjoin("join --r a --r-dir a --s b --on k --gpus 0 --count");
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("--r excludes --r-dir"), std::string::npos) << both.err;
+}
+
+// The CLI built without Arrow (MGJOIN_PARQUET=OFF, as scripts/pack-devbin.sh builds it): a Parquet or
+// Arrow IPC table, or such an output, is refused in one line naming the option and why; .npy tables join.
+TEST_F(CliFormats, WithoutParquetAParquetOrArrowPathIsRefusedInOneLine) {
+  write_file("x.parquet", "PAR1");
+  write_file("y.arrow", "ARROW1");
+  const std::string why = ": this mgjoin was built without Parquet and Arrow IPC support (MGJOIN_PARQUET=";
+  const std::pair<std::string, std::string> cases[] = {
+      {"join --r x.parquet --s b --on k --gpus 0 --count", "--r x.parquet"},
+      {"join --r a --s y.arrow --on k --gpus 0 --count", "--s y.arrow"},
+      {join_ab("--out-dir out --format parquet"), "--format parquet"},
+      {join_ab("--out-dir out --format arrow"), "--format arrow"},
+  };
+  for (const auto& [args, what] : cases) {
+    const CliResult r = run(MGJOIN_CLI_WITHOUT_PARQUET_PATH, args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_EQ(r.err_lines()[0].rfind("mgjoin: error: " + what + why, 0), 0u) << r.err;
+  }
+  EXPECT_TRUE(entries("out").empty());
+  const CliResult npy = run(MGJOIN_CLI_WITHOUT_PARQUET_PATH, "join --r a --s b --on k --gpus 0 -q --out-dir out");
+  ASSERT_EQ(npy.exit_code, 0) << npy.err;
+  EXPECT_EQ(read_values<std::int32_t>(dir() / "out/key.npy"), (std::vector<std::int32_t>{2, 2, 2, 2}));
 }
 
 }  // namespace
