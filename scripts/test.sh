@@ -9,6 +9,7 @@ export NCCL_NVLS_ENABLE=0
 # Many tests run small CPU-path joins side by side (ctest -j): OpenMP threads that spin while they wait
 # would take the cores from each other (a test took 50 s instead of 5 on 2 cores).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+scripts/install-arrow.sh build/venv  # Arrow C++ from pyarrow, before configuring (the CLI's Parquet files)
 scripts/build.sh "$@"
 # The Python environment first: the DuckDB comparison among the ctest tests runs in it (python3 from
 # build/venv, with numpy and duckdb); without it, that test skips.

@@ -1,12 +1,14 @@
 // `mgjoin join`: reads two tables from column files, joins them (mgjoin::join_tables: any kind, output
 // form and number of columns; GPUs or the CPU path), and writes one .npy file per output column or
 // prints the number of output rows.
+#include "arrow_tables.hpp"
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "engine_options.hpp"
 #include "interrupt.hpp"
 #include "join_outputs.hpp"
 #include "join_ranks.hpp"
+#include "null_keys.hpp"
 
 #include <mgjoin/error.hpp>
 #include <mgjoin/io.hpp>
@@ -35,7 +37,7 @@ using timing::Clock;
 using timing::seconds_since;
 
 struct JoinArgs {
-  std::string on, r_key, r_payload, s_key, s_payload, r_dir, s_dir, out_dir;
+  std::string on, r_key, r_payload, s_key, s_payload, r_dir, s_dir, r_path, s_path, out_dir, format;
   std::string r_columns, s_columns, how = "inner", output, gather_on = "auto", rank_exchange = "auto";
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
   bool count_only = false, json = false, overwrite = false, quiet = false;
@@ -59,17 +61,12 @@ struct TableSource {
   std::vector<ColumnSource> columns;
   std::vector<std::string> key;
   std::optional<std::vector<std::string>> chosen;  ///< --r-columns / --s-columns
+  std::optional<ArrowTableSource> arrow;           ///< a Parquet or Arrow IPC table (columns: its schema's)
   const ColumnSource* find(const std::string& name) const {
     for (const auto& c : columns)
       if (c.name == name) return &c;
     return nullptr;
   }
-};
-
-/// A table read into memory: owning columns and the view join_tables takes.
-struct LoadedTable {
-  std::vector<HostColumn> columns;
-  TableView view;
 };
 
 std::optional<DType> parse_type_option(const std::string& value, const char* option) {
@@ -174,6 +171,29 @@ TableSource table_from_dir(const std::string& side, const std::string& dir, cons
   return t;
 }
 
+/// --r PATH (or --r-dir PATH) holding Parquet or Arrow IPC files: its schema's columns (hive-style
+/// name=value folders' too); the key is the names of `key_opt`, or the column named key.
+TableSource table_from_arrow(const std::string& opt, const fs::path& path, const std::string& key_names,
+                             const std::string& key_opt) {
+  TableSource t;
+  t.arrow = inspect_arrow_table(path, opt);
+  for (const ArrowColumnInfo& c : t.arrow->columns) {
+    ColumnSource col{c.name, opt, t.arrow->files.front(), std::nullopt, "", {}, t.arrow->files};
+    col.info.type = c.storage.value_or(DType::UInt64);
+    col.info.size = t.arrow->rows;
+    t.columns.push_back(std::move(col));
+  }
+  t.key = key_names.empty() ? std::vector<std::string>{"key"} : split_names(key_names, key_opt);
+  for (const std::string& k : t.key) {
+    const ArrowColumnInfo* c = t.arrow->find(k);
+    MGJOIN_INPUT_EXPECTS(c, opt + " " + path.string() + ": no key column " + k + " (" + column_list(t) + ")" +
+                                (key_names.empty() ? ": name the key column(s) with " + key_opt : ""));
+    MGJOIN_INPUT_EXPECTS(c->storage, opt + " " + t.arrow->files.front().string() + ": key column " + k + " is " +
+                                         c->type_name + ", which mgjoin cannot join on");
+  }
+  return t;
+}
+
 /// --r-key FILE [--r-payload FILE]: the columns key and payload.
 TableSource table_from_files(const std::string& side, const std::string& key, const std::string& key_opt,
                              const std::string& payload, std::optional<DType> key_type, std::optional<DType> payload_type) {
@@ -189,23 +209,47 @@ TableSource table_from_files(const std::string& side, const std::string& key, co
 
 /// One side's table from its options; `on` (--on) names the key instead of --r-key / --s-key.
 TableSource resolve_table(char side_char, const std::string& on, const std::string& key, const std::string& payload,
-                          const std::string& dir, const std::string& columns, std::optional<DType> key_type,
-                          std::optional<DType> payload_type) {
+                          const std::string& dir, const std::string& table_path, const std::string& columns,
+                          std::optional<DType> key_type, std::optional<DType> payload_type) {
   const std::string side(1, side_char);
   const std::string key_opt = on.empty() ? "--" + side + "-key" : "--on";
   const std::string payload_opt = "--" + side + "-payload", dir_opt = "--" + side + "-dir";
   const std::string& key_names = on.empty() ? key : on;
-  MGJOIN_INPUT_EXPECTS(!(dir.empty() && key_names.empty()), "--" + side + "-key or " + dir_opt + " is required");
+  const std::string path_opt = "--" + side;
+  MGJOIN_INPUT_EXPECTS(table_path.empty() || (dir.empty() && payload.empty()),
+                       path_opt + " excludes " + dir_opt + " and " + payload_opt + " (" + key_opt + " names key columns)");
+  MGJOIN_INPUT_EXPECTS(!(dir.empty() && table_path.empty() && key_names.empty()),
+                       path_opt + ", --" + side + "-key or " + dir_opt + " is required");
+  // --r PATH: a Parquet or Arrow IPC file or dataset, or a directory of .npy files (as --r-dir).
+  const std::string& table = table_path.empty() ? dir : table_path;
+  const std::string& table_opt = table_path.empty() ? dir_opt : path_opt;
+  if (!table.empty()) {
+    MGJOIN_INPUT_EXPECTS(fs::exists(table), table_opt + " " + table + ": no such file or directory");
+    const bool arrow = table_format_of(table) != TableFormat::Npy;
+    MGJOIN_INPUT_EXPECTS(arrow || fs::is_directory(table),
+                         table_opt + " " + table + ": expected a Parquet file (.parquet), an Arrow IPC file (.arrow, "
+                                                   ".feather), or a directory of them or of .npy column files");
+    if (arrow) {
+      TableSource t = table_from_arrow(table_opt, table, key_names, key_opt);
+      if (!columns.empty()) {
+        t.chosen = split_names(columns, "--" + side + "-columns");
+        for (const std::string& c : *t.chosen)
+          MGJOIN_INPUT_EXPECTS(t.find(c), "--" + side + "-columns " + c + ": no such column in " + table + " (" + column_list(t) + ")");
+      }
+      return t;
+    }
+  }
+  const std::string npy_dir = table;
   MGJOIN_INPUT_EXPECTS(dir.empty() || payload.empty(), dir_opt + " excludes " + payload_opt +
                                                            " (with " + dir_opt + ", " + key_opt + " names key columns)");
-  TableSource t = dir.empty() ? table_from_files(side, key_names, key_opt, payload, key_type, payload_type)
-                              : table_from_dir(side, dir, key_names, key_opt);
+  TableSource t = npy_dir.empty() ? table_from_files(side, key_names, key_opt, payload, key_type, payload_type)
+                                  : table_from_dir(side, npy_dir, key_names, table_path.empty() ? key_opt : key_opt);
   if (!columns.empty()) {
     t.chosen = split_names(columns, "--" + side + "-columns");
     for (const std::string& c : *t.chosen)
       MGJOIN_INPUT_EXPECTS(t.find(c), "--" + side + "-columns " + c + ": no such column (" +
-                                          (dir.empty() ? std::string("the columns are key and payload")
-                                                       : dir + " holds no " + c + ".npy; " + column_list(t)) + ")");
+                                          (npy_dir.empty() ? std::string("the columns are key and payload")
+                                                           : npy_dir + " holds no " + c + ".npy; " + column_list(t)) + ")");
   }
   return t;
 }
@@ -231,6 +275,7 @@ void inspect(ColumnSource& column) {
 
 /// Every column's file and the lengths, before gigabytes are read.
 void check_table_files(TableSource& t) {
+  if (t.arrow) return;  // inspected as a whole (inspect_arrow_table)
   for (ColumnSource& c : t.columns) inspect(c);
   const ColumnSource& first = t.columns.front();
   for (const ColumnSource& c : t.columns)
@@ -261,16 +306,39 @@ std::vector<const ColumnSource*> needed_columns(const TableSource& src, bool pay
   return out;
 }
 
-/// Reads the columns the join needs (needed_columns).
+/// Reads the columns the join needs (needed_columns): of a Parquet or Arrow IPC table, only those.
 LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads) {
   LoadedTable t;
-  t.columns.reserve(src.columns.size());
+  t.key = src.key;
+  for (const ColumnSource* c : needed_columns(src, payloads)) t.names.push_back(c->name);
+  if (src.arrow) {
+    for (ReadColumn& c : read_arrow_columns(*src.arrow, t.names, memory)) {
+      t.columns.push_back(std::move(c.values));
+      t.valid.push_back(std::move(c.valid));
+    }
+    return t;
+  }
   for (const ColumnSource* c : needed_columns(src, payloads)) {
     t.columns.push_back(c->parts.empty() ? read_column(c->path, c->raw_type, memory)
                                          : read_column_concat(c->parts, c->raw_type, memory));
-    t.view.columns.push_back({c->name, t.columns.back().view()});
+    t.valid.emplace_back();
   }
   return t;
+}
+
+/// --format, else the inputs': .npy for .npy tables, Arrow IPC for Arrow IPC ones, else Parquet.
+TableFormat output_format(const JoinArgs& a, const TableSource& r, const TableSource& s) {
+  if (!a.format.empty()) {
+    for (TableFormat f : {TableFormat::Npy, TableFormat::Parquet, TableFormat::ArrowIpc})
+      if (a.format == table_format_name(f)) {
+        if (f != TableFormat::Npy) expect_arrow_formats("--format " + a.format);
+        return f;
+      }
+    throw InputError("--format " + a.format + ": expected parquet, arrow or npy");
+  }
+  if (!r.arrow && !s.arrow) return TableFormat::Npy;
+  const bool ipc = r.arrow && s.arrow && r.arrow->format == TableFormat::ArrowIpc && s.arrow->format == TableFormat::ArrowIpc;
+  return ipc ? TableFormat::ArrowIpc : TableFormat::Parquet;
 }
 
 /// "maps" writes the gather maps; "count" prints the rows; "columns" writes the joined columns.
@@ -304,12 +372,41 @@ TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const Tabl
   return o;
 }
 
-/// Stages one .npy file per output column, or the gather maps, then renames them all at once; with
-/// --overwrite, the table an earlier run left there goes in the same step.
-std::vector<std::string> write_outputs(const fs::path& dir, const TableJoinResult& result, const TableJoinOptions& o,
-                                       bool overwrite) {
-  prepare_output_directory(dir, "--out-dir");
-  std::vector<StagedColumnFile> files = stage_join_outputs(dir, result, o);
+/// The Arrow types of the output's columns where the inputs had them: r.<name> and s.<name> their
+/// column's, a key column its tables' where both sides have one type.
+OutputTypes output_types(const TableSource& r, const TableSource& s) {
+  OutputTypes types;
+  const auto type_of = [](const TableSource& t, const std::string& name) {
+    const ArrowColumnInfo* c = t.arrow ? t.arrow->find(name) : nullptr;
+    return c ? c->type : nullptr;
+  };
+  for (const TableSource* t : {&r, &s})
+    if (t->arrow)
+      for (const ArrowColumnInfo& c : t->arrow->columns) types[(t == &r ? "r." : "s.") + c.name] = c.type;
+  for (std::size_t k = 0; k < r.key.size(); ++k) {
+    const ArrowColumnInfo* a = r.arrow ? r.arrow->find(r.key[k]) : nullptr;
+    const ArrowColumnInfo* b = s.arrow ? s.arrow->find(s.key[k]) : nullptr;
+    if (a && b && a->type_name == b->type_name)
+      types[r.key.size() == 1 ? std::string("key") : "key." + r.key[k]] = type_of(r, r.key[k]);
+  }
+  return types;
+}
+
+/// Stages one .npy file per output column, or the gather maps, or one Parquet or Arrow IPC file of them,
+/// then renames them all at once; with --overwrite, the table an earlier run left there goes in the same
+/// step.
+std::vector<std::string> write_outputs(const fs::path& dir, NullKeyJoin& join, const TableJoinOptions& o, bool overwrite,
+                                       TableFormat format, const OutputTypes& types) {
+  std::vector<StagedColumnFile> files;
+  if (format == TableFormat::Npy) {
+    drop_validity_columns(join);  // refuses nulls, which .npy files cannot hold
+    prepare_output_directory(dir, "--out-dir");
+    files = stage_join_outputs(dir, join.result, o);
+  } else {
+    prepare_output_directory(dir, "--out-dir");
+    files.push_back(stage_arrow_join_output(dir / (std::string("part-0.") + (format == TableFormat::Parquet ? "parquet" : "arrow")),
+                                            join, o, format, types));
+  }
   throw_if_interrupted();  // the staged files are removed as they go out of scope
   commit_all(files, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
   std::vector<std::string> names;
@@ -337,10 +434,10 @@ std::pair<TableSource, TableSource> resolve_inputs(const JoinArgs& a) {
   const auto s_type = parse_type_option(a.s_type, "--s-type");
   const auto r_payload_type = parse_type_option(a.r_payload_type, "--r-payload-type");
   const auto s_payload_type = parse_type_option(a.s_payload_type, "--s-payload-type");
-  TableSource r = resolve_table('r', a.on, a.r_key, a.r_payload, a.r_dir, a.r_columns, first_of({r_type, type}),
-                                first_of({r_payload_type, r_type, type}));
-  TableSource s = resolve_table('s', a.on, a.s_key, a.s_payload, a.s_dir, a.s_columns, first_of({s_type, type}),
-                                first_of({s_payload_type, s_type, type}));
+  TableSource r = resolve_table('r', a.on, a.r_key, a.r_payload, a.r_dir, a.r_path, a.r_columns,
+                                first_of({r_type, type}), first_of({r_payload_type, r_type, type}));
+  TableSource s = resolve_table('s', a.on, a.s_key, a.s_payload, a.s_dir, a.s_path, a.s_columns,
+                                first_of({s_type, type}), first_of({s_payload_type, s_type, type}));
   check_table_files(r);
   check_table_files(s);
   return {std::move(r), std::move(s)};
@@ -393,6 +490,8 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   MGJOIN_INPUT_EXPECTS(form == TableOutput::Count ? a.out_dir.empty() : !a.out_dir.empty(),
                        "one of --out-dir (write the joined columns or --output maps) or --count is required, not both");
   const auto [r_src, s_src] = resolve_inputs(a);
+  MGJOIN_INPUT_EXPECTS(!r_src.arrow && !s_src.arrow && output_format(a, r_src, s_src) == TableFormat::Npy,
+                       "under an MPI launcher, mgjoin join reads and writes .npy tables only (Parquet and Arrow IPC: one process)");
   if (!a.out_dir.empty()) check_out_dir(a, r_src, s_src);
   RankJoinRequest q;
   q.options = join_options(a, form, r_src, s_src);
@@ -438,18 +537,25 @@ void run_join(const JoinArgs& args) {
   const bool payloads = options.output == TableOutput::Columns;
   const bool s_payloads = payloads && outputs_right_columns(options.how);
   const auto t_read = Clock::now();
+  const TableFormat format = output_format(args, r_src, s_src);
   LoadedTable r = read_table(r_src, memory, payloads);
   LoadedTable s = read_table(s_src, memory, s_payloads);
   const double read_s = seconds_since(t_read);
   throw_if_interrupted();
 
-  TableJoinResult result;
+  NullKeyJoin joined;
   {
     ProgressBar bar(progress_wanted(args.quiet));
     TableJoinOptions with_bar = options;
     with_bar.join.progress = with_test_interrupt(bar.callback());
-    result = join_tables(r.view, s.view, with_bar);
+    // Payload nulls travel as hidden bool columns; rows with null keys match nothing (SQL).
+    if (payloads) carry_payload_validity(r, with_bar.left_columns);
+    if (s_payloads) carry_payload_validity(s, with_bar.right_columns);
+    joined = join_with_null_keys(r, s, with_bar, [](const TableView& a, const TableView& b, const TableJoinOptions& o) {
+      return join_tables(a, b, o);
+    });
   }
+  TableJoinResult& result = joined.result;
   std::string note = where.executor == Executor::Cpu ? "" : !gpus_used ? " (no CUDA GPU found, so the CPU path ran)" : "";
   if (!gpus_used && args.engine.strategy != "auto")
     note += " (--strategy " + args.engine.strategy + " chooses between the GPU flows: the CPU path has one)";
@@ -462,11 +568,11 @@ void run_join(const JoinArgs& args) {
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
-  if (writes) outputs = write_outputs(out_dir, result, options, args.overwrite);
+  if (writes) outputs = write_outputs(out_dir, joined, options, args.overwrite, format, output_types(r_src, s_src));
   const double write_s = seconds_since(t_write);
 
   if (args.json) {
-    std::printf("%s\n", summary(result, args, r.view, s.view, read_s, write_s, outputs).dump(2).c_str());
+    std::printf("%s\n", summary(result, args, r.view(), s.view(), read_s, write_s, outputs).dump(2).c_str());
   } else if (!writes) {
     std::printf("%llu\n", static_cast<unsigned long long>(result.count));
   } else if (!args.quiet) {
@@ -490,6 +596,13 @@ void add_join_command(CLI::App& app) {
       ->excludes(r_key)
       ->excludes(s_key);
   cmd->add_option("--s-payload", a->s_payload, "S payload column file (optional; not with --s-dir)");
+  cmd->add_option("--r", a->r_path,
+                  "R's table: a Parquet file, a directory of Parquet files (a dataset; hive-style name=value folders "
+                  "read as columns), an Arrow IPC file (.arrow, .feather) or a directory of .npy files");
+  cmd->add_option("--s", a->s_path, "S's table, as --r");
+  cmd->add_option("--format", a->format,
+                  "output files: parquet (part-0.parquet), arrow (part-0.arrow, Arrow IPC) or npy (one file per "
+                  "column); default: the inputs' (npy for .npy tables, else parquet)");
   cmd->add_option("--r-dir", a->r_dir,
                   "directory whose .npy files are R's columns, each named by its file stem (mgjoin generate's "
                   "r_key.npy and r_payload.npy read as key and payload)");

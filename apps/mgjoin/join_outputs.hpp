@@ -1,12 +1,18 @@
 #pragma once
 // What `mgjoin join` writes for a table join, by one process or by each rank into its part: its files,
 // and the parts of its --json summary that both share.
+#include "arrow_tables.hpp"
+#include "null_keys.hpp"
+
 #include <mgjoin/io.hpp>
 #include <mgjoin/table.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace mgjoin::cli {
@@ -15,6 +21,19 @@ namespace mgjoin::cli {
 /// `<column>.npy`, and for gather maps `r.row.npy` and, but for semi and anti joins, `s.row.npy`.
 std::vector<StagedColumnFile> stage_join_outputs(const std::filesystem::path& dir, const TableJoinResult& res,
                                                  const TableJoinOptions& o);
+
+/// Arrow types of output columns by name ("key", "r.<name>", ...), where the inputs had them.
+using OutputTypes = std::map<std::string, std::shared_ptr<const ArrowType>>;
+
+/// For .npy output: removes the hidden validity columns (null_keys.hpp) after checking that the output
+/// holds no null, which .npy files cannot hold. @throw InputError naming the column that has one.
+void drop_validity_columns(NullKeyJoin& join);
+
+/// Stages the output as one Parquet or Arrow IPC file at `path`: the columns of stage_join_outputs with
+/// real nulls instead of validity columns (a side an outer join misses is null; no r.valid/s.valid),
+/// each of its input's Arrow type where `types` has it.
+StagedColumnFile stage_arrow_join_output(const std::filesystem::path& path, const NullKeyJoin& join,
+                                         const TableJoinOptions& o, TableFormat format, const OutputTypes& types);
 
 /// --json's fields that describe how the join ran: seconds (the whole call), join_seconds, executor,
 /// strategy, strategy_reason, phases, peak_host_bytes, and for materialized columns materialization.

@@ -44,9 +44,14 @@ class CliTest : public TempDirTest {
   /// Runs `mgjoin <args>` with the temp dir as working directory; `prefix` goes before the program in
   /// the shell command ("env A=1 ", "ulimit -f 64; ").
   CliResult mgjoin(const std::string& args, const std::string& prefix = "") const {
+    return run(MGJOIN_CLI_PATH, args, prefix);
+  }
+
+  /// As mgjoin(), of another build of the CLI (`program`: its path).
+  CliResult run(const std::string& program, const std::string& args, const std::string& prefix = "") const {
     const std::string err_file = (dir() / ".stderr").string();
     const std::string cmd =
-        "cd '" + dir().string() + "' && " + prefix + "'" MGJOIN_CLI_PATH "' " + args + " 2>'" + err_file + "'";
+        "cd '" + dir().string() + "' && " + prefix + "'" + program + "' " + args + " 2>'" + err_file + "'";
     CliResult r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;

@@ -1,7 +1,9 @@
 # ctest -P script: installs the build tree under WORK/staged, moves it to WORK/moved/prefix (the package
 # must be relocatable: no path of the build machine or of the first prefix in it), configures and builds a
 # consumer project against it with find_package(mgjoin CONFIG), and runs the example it built (CPU path
-# without GPUs) and the installed CLI. HAVE_DIST: the build made libmgjoin_dist (MPI found).
+# without GPUs) and the installed CLI. HAVE_DIST: the build made libmgjoin_dist (MPI found). HAVE_PARQUET:
+# the CLI has Arrow (MGJOIN_PARQUET), whose libraries the install copies into lib/mgjoin: the moved CLI
+# writes and reads Parquet with them, and with neither the build tree nor pyarrow's folder named in it.
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -12,6 +14,13 @@ endfunction()
 
 file(REMOVE_RECURSE ${WORK})
 run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/staged)
+if(HAVE_PARQUET)
+  file(GLOB arrow_libs ${WORK}/staged/lib/mgjoin/libarrow.so.* ${WORK}/staged/lib/mgjoin/libparquet.so.*)
+  list(LENGTH arrow_libs arrow_lib_count)
+  if(NOT arrow_lib_count EQUAL 2)
+    message(FATAL_ERROR "the install tree lacks Arrow's libraries in lib/mgjoin (has: ${arrow_libs})")
+  endif()
+endif()
 file(MAKE_DIRECTORY ${WORK}/moved)
 file(RENAME ${WORK}/staged ${WORK}/moved/prefix)
 set(prefix ${WORK}/moved/prefix)
@@ -20,6 +29,9 @@ set(must include/mgjoin/join.hpp include/mgjoin/error.hpp lib/libengine.a lib/cm
          lib/cmake/mgjoin/FindHWLOC.cmake bin/mgjoin)
 if(HAVE_DIST)
   list(APPEND must include/mgjoin/distributed.hpp lib/libmgjoin_dist.a lib/cmake/mgjoin/mgjoinDistributedTargets.cmake)
+endif()
+if(HAVE_PARQUET)
+  list(APPEND must share/doc/mgjoin/arrow/LICENSE.txt share/doc/mgjoin/arrow/NOTICE.txt)
 endif()
 foreach(file ${must})
   if(NOT EXISTS ${prefix}/${file})
@@ -48,3 +60,17 @@ run("running the example" ${WORK}/build/example)
 message(STATUS "${last_output}")
 run("running the installed CLI" ${prefix}/bin/mgjoin --version)
 message(STATUS "${last_output}")
+if(HAVE_PARQUET)
+  find_program(READELF readelf REQUIRED)  # binutils, beside the compiler
+  run("reading the installed CLI's RPATH" ${READELF} -d ${prefix}/bin/mgjoin)
+  string(REGEX MATCH "R(UN)?PATH[^\n]*" rpath "${last_output}")
+  if(NOT rpath MATCHES "\\$ORIGIN/../lib/mgjoin" OR rpath MATCHES "site-packages|${BUILD}")
+    message(FATAL_ERROR "the installed CLI's ${rpath}: expected $ORIGIN/../lib/mgjoin alone")
+  endif()
+  set(cli ${prefix}/bin/mgjoin)
+  run("generating tables" ${cli} generate --workload A --scale 0.00001 --seed 1 -q --out-dir ${WORK}/gen)
+  run("writing Parquet" ${cli} join --r-key ${WORK}/gen/r_key.npy --s-key ${WORK}/gen/s_key.npy --gpus 0 -q
+      --format parquet --out-dir ${WORK}/pq)
+  run("reading Parquet" ${cli} join --r ${WORK}/pq/part-0.parquet --s ${WORK}/pq/part-0.parquet --on key --gpus 0 --count)
+  message(STATUS "the moved CLI read its Parquet output: ${last_output}")
+endif()

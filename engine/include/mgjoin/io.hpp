@@ -118,7 +118,8 @@ void prepare_output_directory(const std::filesystem::path& dir, const char* opti
 /// Whether a folder's name is that of a part of a table in parts: part-N.
 bool is_part_folder_name(std::string_view name);
 
-/// What a reader of `dir` takes for a table (its `*.npy` column files; a table in parts' manifest.json
+/// What a reader of `dir` takes for a table (its `*.npy` column files, `*.parquet`, `*.arrow` and `*.feather`
+/// files (the CLI's other outputs); a table in parts' manifest.json
 /// and, beside it, its part-N folders), sorted by name; nothing when `dir` does not exist.
 std::vector<std::filesystem::path> table_files_in(const std::filesystem::path& dir);
 

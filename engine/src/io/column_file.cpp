@@ -225,8 +225,12 @@ void expect_writable(const fs::path& dir, const std::string& failure) {
   fs::remove(probe, ignored);
 }
 
+/// A table's file in a directory: a .npy column, or a part of the CLI's Parquet or Arrow IPC output.
 bool is_column_file(const fs::directory_entry& entry) {
-  return (entry.is_regular_file() || entry.is_symlink()) && file_format_of(entry.path()) == FileFormat::Npy;
+  const std::string ext = entry.path().extension().string();
+  const bool table_file = file_format_of(entry.path()) == FileFormat::Npy || ext == ".parquet" || ext == ".arrow" ||
+                          ext == ".feather";
+  return (entry.is_regular_file() || entry.is_symlink()) && table_file;
 }
 
 /// Removes what an earlier table left at `path`: a file or a link (never what a link points to), or a

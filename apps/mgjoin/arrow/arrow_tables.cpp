@@ -1,0 +1,430 @@
+// Parquet and Arrow IPC tables through Arrow's C++ readers and writers (apps/mgjoin/arrow_tables.hpp).
+// Each file is read whole with its needed columns only, by Arrow's multi-threaded reader, and copied into
+// the host columns the join takes; streaming row groups into the flow is a later step (docs/CLI.md).
+#include "../arrow_tables.hpp"
+
+#include <mgjoin/error.hpp>
+
+#include "alloc/host_memory.hpp"
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/ipc/writer.h>
+#include <arrow/util/bit_util.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+#include <parquet/arrow/writer.h>
+#include <parquet/exception.h>
+#include <parquet/properties.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <map>
+
+namespace mgjoin::cli {
+namespace fs = std::filesystem;
+
+struct ArrowType {
+  std::shared_ptr<arrow::DataType> type;
+};
+
+void expect_arrow_formats(const std::string&) {}
+
+namespace {
+
+constexpr const char* kHiveNull = "__HIVE_DEFAULT_PARTITION__";
+
+/// The engine's storage of an Arrow type: numbers, bool, and the temporal types as their integers;
+/// a dictionary as its values' storage.
+std::optional<DType> storage_of(const arrow::DataType& t) {
+  switch (t.id()) {
+    case arrow::Type::INT8: return DType::Int8;
+    case arrow::Type::UINT8: return DType::UInt8;
+    case arrow::Type::INT16: return DType::Int16;
+    case arrow::Type::UINT16: return DType::UInt16;
+    case arrow::Type::INT32: case arrow::Type::DATE32: case arrow::Type::TIME32: return DType::Int32;
+    case arrow::Type::UINT32: return DType::UInt32;
+    case arrow::Type::INT64: case arrow::Type::DATE64: case arrow::Type::TIMESTAMP: case arrow::Type::TIME64:
+    case arrow::Type::DURATION: return DType::Int64;
+    case arrow::Type::UINT64: return DType::UInt64;
+    case arrow::Type::FLOAT: return DType::Float32;
+    case arrow::Type::DOUBLE: return DType::Float64;
+    case arrow::Type::BOOL: return DType::Bool;
+    case arrow::Type::DICTIONARY: return storage_of(*static_cast<const arrow::DictionaryType&>(t).value_type());
+    default: return std::nullopt;
+  }
+}
+
+/// The type a column is written as: a dictionary's values (the output is not dictionary-encoded).
+std::shared_ptr<arrow::DataType> decoded(const std::shared_ptr<arrow::DataType>& t) {
+  return t->id() == arrow::Type::DICTIONARY ? static_cast<const arrow::DictionaryType&>(*t).value_type() : t;
+}
+
+std::shared_ptr<arrow::DataType> arrow_type_of(DType t) {
+  switch (t) {
+    case DType::Int8: return arrow::int8();
+    case DType::UInt8: return arrow::uint8();
+    case DType::Int16: return arrow::int16();
+    case DType::UInt16: return arrow::uint16();
+    case DType::Int32: return arrow::int32();
+    case DType::UInt32: return arrow::uint32();
+    case DType::Int64: return arrow::int64();
+    case DType::UInt64: return arrow::uint64();
+    case DType::Float32: return arrow::float32();
+    case DType::Float64: return arrow::float64();
+    default: return arrow::boolean();
+  }
+}
+
+/// Arrow's messages may span lines; the CLI's errors are one.
+std::string one_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  for (std::size_t at; (at = text.find('\n')) != std::string::npos;) text.replace(at, 1, "; ");
+  return text;
+}
+
+template <class T>
+T value_or_throw(arrow::Result<T> r, const std::string& what) {
+  if (!r.ok()) throw InputError(what + ": " + one_line(r.status().message()));
+  return std::move(r).ValueOrDie();
+}
+void ok_or_throw(const arrow::Status& s, const std::string& what) {
+  if (!s.ok()) throw InputError(what + ": " + one_line(s.message()));
+}
+
+/// Arrow's and Parquet's own exceptions (a corrupt footer) as one line naming the file.
+template <class F>
+auto naming_file(const fs::path& file, F&& f) {
+  try {
+    return f();
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(file.string() + ": " + one_line(e.what()));
+  }
+}
+
+bool is_data_file(const fs::path& p, TableFormat format) {
+  const std::string name = p.filename().string();
+  if (name.empty() || name[0] == '.' || name[0] == '_') return false;  // hidden, _SUCCESS, _metadata
+  return table_format_of(p) == format;
+}
+
+/// The hive-style name=value folders between `root` and `file`.
+std::vector<std::pair<std::string, std::string>> partitions_of(const fs::path& root, const fs::path& file) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const fs::path& part : fs::relative(file.parent_path(), root)) {
+    const std::string s = part.string();
+    const auto eq = s.find('=');
+    if (eq != std::string::npos && eq > 0) out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+  return out;
+}
+
+bool parses_as_int64(const std::string& s) {
+  std::int64_t v;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+/// One file's schema and rows.
+std::pair<std::shared_ptr<arrow::Schema>, std::int64_t> open_schema(const fs::path& file, TableFormat format) {
+  return naming_file(file, [&] {
+    const std::string what = file.string();
+    auto input = value_or_throw(arrow::io::ReadableFile::Open(file.string()), what);
+    if (format == TableFormat::Parquet) {
+      std::unique_ptr<parquet::arrow::FileReader> reader =
+          value_or_throw(parquet::arrow::OpenFile(input, arrow::default_memory_pool()), what);
+      std::shared_ptr<arrow::Schema> schema;
+      ok_or_throw(reader->GetSchema(&schema), what);
+      return std::pair{schema, reader->parquet_reader()->metadata()->num_rows()};
+    }
+    auto reader = value_or_throw(arrow::ipc::RecordBatchFileReader::Open(input), what);
+    return std::pair{reader->schema(), value_or_throw(reader->CountRows(), what)};
+  });
+}
+
+std::string type_text(const arrow::DataType& t) { return t.ToString(); }
+
+/// Copies `array` (one chunk) into `out` from row `at`; where a value is null, writes zero and, when
+/// `valid` is given, false.
+void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* valid, std::int64_t at) {
+  const std::size_t w = dtype_size(storage);
+  const std::int64_t n = array.length();
+  std::byte* dst = out + static_cast<std::size_t>(at) * w;
+  if (array.type_id() == arrow::Type::DICTIONARY) {
+    const auto& dict = static_cast<const arrow::DictionaryArray&>(array);
+    const arrow::Array& values = *dict.dictionary();
+    std::vector<std::byte> decoded_values(static_cast<std::size_t>(values.length()) * w);
+    if (values.length()) copy_chunk(values, storage, decoded_values.data(), nullptr, 0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (dict.IsValid(i))
+        std::memcpy(dst + i * w, decoded_values.data() + static_cast<std::size_t>(dict.GetValueIndex(i)) * w, w);
+      else
+        std::memset(dst + i * w, 0, w);
+    }
+  } else if (storage == DType::Bool) {
+    const auto& b = static_cast<const arrow::BooleanArray&>(array);
+    for (std::int64_t i = 0; i < n; ++i) reinterpret_cast<bool*>(dst)[i] = b.IsValid(i) && b.Value(i);
+  } else {
+    const std::uint8_t* src = array.data()->buffers[1]->data() + static_cast<std::size_t>(array.offset()) * w;
+    std::memcpy(dst, src, static_cast<std::size_t>(n) * w);
+    if (array.null_count())
+      for (std::int64_t i = 0; i < n; ++i)
+        if (array.IsNull(i)) std::memset(dst + i * w, 0, w);
+  }
+  if (valid)
+    for (std::int64_t i = 0; i < n; ++i) valid[at + i] = array.IsValid(i);
+}
+
+/// The columns `names` (not partition columns) of one file, in that order.
+std::vector<std::shared_ptr<arrow::ChunkedArray>> read_file_columns(const fs::path& file, TableFormat format,
+                                                                    const std::vector<std::string>& names) {
+  return naming_file(file, [&] {
+    const std::string what = file.string();
+    auto input = value_or_throw(arrow::io::ReadableFile::Open(file.string()), what);
+    std::vector<std::shared_ptr<arrow::ChunkedArray>> out;
+    if (format == TableFormat::Parquet) {
+      parquet::ArrowReaderProperties props;
+      props.set_use_threads(true);  // the columns of a row group decoded by several threads
+      props.set_pre_buffer(true);
+      parquet::arrow::FileReaderBuilder builder;
+      ok_or_throw(builder.Open(input), what);
+      builder.properties(props);
+      std::unique_ptr<parquet::arrow::FileReader> reader = value_or_throw(builder.Build(), what);
+      std::shared_ptr<arrow::Schema> schema;
+      ok_or_throw(reader->GetSchema(&schema), what);
+      std::vector<int> leaves;
+      for (const std::string& n : names) {
+        const int field = schema->GetFieldIndex(n);
+        const int leaf = reader->manifest().schema_fields[static_cast<std::size_t>(field)].column_index;
+        if (leaf < 0) throw InputError(what + ": column " + n + " is nested (" + type_text(*schema->field(field)->type()) + "), which mgjoin cannot join");
+        leaves.push_back(leaf);
+      }
+#if ARROW_VERSION_MAJOR >= 24  // the Status form is deprecated there; older Arrow has only it
+      const std::shared_ptr<arrow::Table> table = value_or_throw(reader->ReadTable(leaves), what);
+#else
+      std::shared_ptr<arrow::Table> table;
+      ok_or_throw(reader->ReadTable(leaves, &table), what);
+#endif
+      for (const std::string& n : names) out.push_back(table->GetColumnByName(n));
+      return out;
+    }
+    arrow::ipc::IpcReadOptions options;
+    options.use_threads = true;
+    auto reader = value_or_throw(arrow::ipc::RecordBatchFileReader::Open(input, options), what);
+    std::vector<std::vector<std::shared_ptr<arrow::Array>>> chunks(names.size());
+    for (int b = 0; b < reader->num_record_batches(); ++b) {
+      std::shared_ptr<arrow::RecordBatch> batch = value_or_throw(reader->ReadRecordBatch(b), what);
+      ok_or_throw(batch->ValidateFull(), what);
+      for (std::size_t i = 0; i < names.size(); ++i) chunks[i].push_back(batch->GetColumnByName(names[i]));
+    }
+    for (std::size_t i = 0; i < names.size(); ++i)
+      out.push_back(std::make_shared<arrow::ChunkedArray>(chunks[i], reader->schema()->GetFieldByName(names[i])->type()));
+    return out;
+  });
+}
+
+}  // namespace
+
+const ArrowColumnInfo* ArrowTableSource::find(const std::string& name) const {
+  for (const auto& c : columns)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& option) {
+  ArrowTableSource t;
+  t.path = path;
+  t.option = option;
+  t.format = table_format_of(path);
+  const std::string where = option + " " + path.string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(where + ": no such file or directory");
+  if (fs::is_directory(path, ec)) {
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_regular_file() && is_data_file(it->path(), t.format)) t.files.push_back(it->path());
+    std::sort(t.files.begin(), t.files.end());
+    if (t.files.empty()) throw InputError(where + ": holds no " + table_format_name(t.format) + " file");
+  } else {
+    t.files.push_back(path);
+  }
+  std::shared_ptr<arrow::Schema> first;
+  std::vector<std::pair<std::string, std::string>> first_parts;
+  std::map<std::string, bool> part_is_int;
+  for (const fs::path& file : t.files) {
+    auto [schema, rows] = open_schema(file, t.format);
+    t.file_rows.push_back(rows);
+    t.rows += rows;
+    const auto parts = partitions_of(fs::is_directory(path, ec) ? path : path.parent_path(), file);
+    if (!first) {
+      first = schema;
+      first_parts = parts;
+    } else {
+      // Files of one dataset hold the same columns of the same types (a dictionary and its values agree).
+      for (const auto& f : first->fields()) {
+        const auto other = schema->GetFieldByName(f->name());
+        if (!other)
+          throw InputError(where + ": " + file.string() + " has no column " + f->name() + " (" + t.files.front().string() + " has)");
+        if (!decoded(other->type())->Equals(*decoded(f->type())))
+          throw InputError(where + ": " + file.string() + ": column " + f->name() + " is " + type_text(*other->type()) +
+                           ", but in " + t.files.front().string() + " it is " + type_text(*f->type()));
+      }
+      for (const auto& f : schema->fields())
+        if (!first->GetFieldByName(f->name()))
+          throw InputError(where + ": " + file.string() + ": column " + f->name() + " is not in " + t.files.front().string());
+      std::vector<std::string> a, b;
+      for (const auto& p : parts) a.push_back(p.first);
+      for (const auto& p : first_parts) b.push_back(p.first);
+      if (a != b) throw InputError(where + ": " + file.string() + ": its partition folders differ from " + t.files.front().string() + "'s");
+    }
+    for (const auto& [name, value] : parts) {
+      const bool is_int = value == kHiveNull || parses_as_int64(value);
+      part_is_int.try_emplace(name, true);
+      part_is_int[name] = part_is_int[name] && is_int;
+    }
+  }
+  for (const auto& f : first->fields())
+    t.columns.push_back({f->name(), storage_of(*f->type()), type_text(*f->type()),
+                         std::make_shared<ArrowType>(ArrowType{f->type()}), false});
+  for (const auto& [name, value] : first_parts) {
+    if (first->GetFieldByName(name))
+      throw InputError(where + ": partition folder " + name + "=" + value + " names a column the files hold too");
+    const bool is_int = part_is_int[name];
+    t.columns.push_back({name, is_int ? std::optional<DType>(DType::Int64) : std::nullopt,
+                         is_int ? "int64 (partition)" : "string (partition)",
+                         std::make_shared<ArrowType>(ArrowType{is_int ? arrow::int64() : arrow::utf8()}), true});
+  }
+  return t;
+}
+
+std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& t, const std::vector<std::string>& names,
+                                           MemoryKind memory) {
+  const std::string where = t.option + " " + t.path.string();
+  std::uint64_t bytes = 0, largest_file = 0;
+  std::vector<std::string> file_columns;  // the names the files hold (not partitions)
+  for (const std::string& n : names) {
+    const ArrowColumnInfo* c = t.find(n);
+    if (!c) throw InputError(where + ": no column " + n);
+    if (!c->storage)
+      throw InputError(where + ": column " + n + " is " + c->type_name +
+                       ", which mgjoin cannot join or carry (numbers, bool, dates, times and timestamps; leave it out with --" +
+                       t.option.substr(2) + "-columns)");
+    bytes += static_cast<std::uint64_t>(t.rows) * (dtype_size(*c->storage) + 1);  // values, and validity at worst
+    if (!c->partition) file_columns.push_back(n);
+  }
+  for (std::size_t f = 0; f < t.files.size(); ++f)
+    largest_file = std::max<std::uint64_t>(largest_file, static_cast<std::uint64_t>(t.file_rows[f]) * bytes /
+                                                             std::max<std::uint64_t>(1, static_cast<std::uint64_t>(t.rows)));
+  // The columns, and Arrow's decoded copy of the largest file beside them.
+  alloc::expect_host_memory(bytes + largest_file, "reading " + std::to_string(names.size()) + " column(s) of " +
+                                                      std::to_string(t.rows) + " rows from " + t.path.string());
+  std::vector<ReadColumn> out(names.size());
+  std::vector<HostColumn> valid(names.size());
+  std::vector<bool> any_null(names.size(), false);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out[i].values = HostColumn::allocate(*t.find(names[i])->storage, t.rows, memory);
+    valid[i] = HostColumn::allocate(DType::Bool, t.rows);
+  }
+  std::int64_t at = 0;
+  for (std::size_t f = 0; f < t.files.size(); ++f) {
+    const fs::path& file = t.files[f];
+    const auto chunked = read_file_columns(file, t.format, file_columns);
+    const auto parts = partitions_of(fs::is_directory(t.path) ? t.path : t.path.parent_path(), file);
+    std::size_t next_file_column = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const ArrowColumnInfo& info = *t.find(names[i]);
+      auto* dst = static_cast<std::byte*>(out[i].values.data());
+      bool* ok = valid[i].as<bool>();
+      if (info.partition) {
+        std::string value;
+        for (const auto& p : parts)
+          if (p.first == names[i]) value = p.second;
+        const bool is_null = value == kHiveNull;
+        std::int64_t v = 0;
+        if (!is_null) std::from_chars(value.data(), value.data() + value.size(), v);
+        std::fill(reinterpret_cast<std::int64_t*>(dst) + at, reinterpret_cast<std::int64_t*>(dst) + at + t.file_rows[f], v);
+        std::fill(ok + at, ok + at + t.file_rows[f], !is_null);
+        any_null[i] = any_null[i] || (is_null && t.file_rows[f] > 0);
+        continue;
+      }
+      const auto& column = chunked[next_file_column++];
+      if (column->length() != t.file_rows[f])
+        throw InputError(where + ": " + file.string() + ": column " + names[i] + " has " + std::to_string(column->length()) +
+                         " rows, the file's footer says " + std::to_string(t.file_rows[f]));
+      std::int64_t row = at;
+      for (const auto& chunk : column->chunks()) {
+        naming_file(file, [&] { copy_chunk(*chunk, *info.storage, dst, ok, row); });
+        any_null[i] = any_null[i] || chunk->null_count() > 0;
+        row += chunk->length();
+      }
+    }
+    at += t.file_rows[f];
+  }
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (any_null[i]) out[i].valid = std::move(valid[i]);
+  return out;
+}
+
+namespace {
+
+std::shared_ptr<arrow::Buffer> bitmap_of(const bool* bits, std::int64_t n) {
+  auto buffer = value_or_throw(arrow::AllocateBitmap(n), "output");
+  for (std::int64_t i = 0; i < n; ++i) arrow::bit_util::SetBitTo(buffer->mutable_data(), i, bits[i]);
+  return buffer;
+}
+
+std::shared_ptr<arrow::Array> array_of(const OutputColumn& c) {
+  std::shared_ptr<arrow::DataType> type = c.type ? decoded(c.type->type) : nullptr;
+  if (!type || storage_of(*type) != c.values.type) type = arrow_type_of(c.values.type);
+  const std::int64_t n = c.values.size;
+  std::shared_ptr<arrow::Buffer> validity;
+  std::int64_t nulls = 0;
+  if (c.valid) {
+    const bool* v = c.valid->as<bool>();
+    nulls = n - std::count(v, v + n, true);
+    if (nulls) validity = bitmap_of(v, n);
+  }
+  // The values are wrapped, not copied: the columns outlive the write.
+  std::shared_ptr<arrow::Buffer> values =
+      c.values.type == DType::Bool ? bitmap_of(c.values.as<bool>(), n)
+                                   : std::make_shared<arrow::Buffer>(static_cast<const std::uint8_t*>(c.values.data),
+                                                                     static_cast<std::int64_t>(c.values.bytes()));
+  return arrow::MakeArray(arrow::ArrayData::Make(type, n, {validity, values}, nulls));
+}
+
+}  // namespace
+
+StagedColumnFile stage_arrow_file(const fs::path& final_path, std::span<const OutputColumn> columns, TableFormat format) {
+  std::string temp_name = ".";  // appended, not "." + name: g++ 12 warned (-Wrestrict) of the sum
+  temp_name += final_path.filename().string();
+  temp_name += ".tmp-" + std::to_string(::getpid());
+  const fs::path temp = final_path.parent_path() / temp_name;
+  StagedColumnFile staged(final_path, temp);  // from here on, a failure removes the temp file
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  std::vector<std::shared_ptr<arrow::Array>> arrays;
+  for (const OutputColumn& c : columns) {
+    arrays.push_back(array_of(c));
+    fields.push_back(arrow::field(c.name, arrays.back()->type(), true));
+  }
+  const auto table = arrow::Table::Make(arrow::schema(fields), arrays);
+  const std::string what = final_path.string();
+  naming_file(final_path, [&] {
+    auto out = value_or_throw(arrow::io::FileOutputStream::Open(temp.string()), what);
+    if (format == TableFormat::Parquet) {
+      auto props = parquet::WriterProperties::Builder().compression(parquet::Compression::ZSTD)->build();
+      auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+      ok_or_throw(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), out, 1 << 20, props, arrow_props), what);
+    } else {
+      auto writer = value_or_throw(arrow::ipc::MakeFileWriter(out, table->schema()), what);
+      ok_or_throw(writer->WriteTable(*table), what);
+      ok_or_throw(writer->Close(), what);
+    }
+    ok_or_throw(out->Close(), what);
+  });
+  return staged;
+}
+
+}  // namespace mgjoin::cli

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""The mgjoin CLI's Parquet and Arrow IPC tables against DuckDB's results of the same SQL joins.
+
+Writes random tables with pyarrow: R as a hive-partitioned dataset of several Parquet files (row groups of
+odd sizes, an empty file, nulls in the key and the payloads, a date and a timestamp column), S as one
+Parquet file and as an Arrow IPC file with a dictionary-encoded column; runs
+
+    mgjoin join --r R --s S --on k --how KIND --gpus 0 (--out-dir | --count | --output maps) [--format F]
+
+for every join kind and compares with DuckDB (reading the same files) as multisets of rows: SQL's null keys
+(a null key matches nothing; outer and anti joins keep its rows unmatched), payload nulls, the columns'
+types (dates stay dates). Then the bad inputs: a truncated file, schemas that differ between a dataset's
+files, a key column missing, a type mgjoin cannot take, nulls for .npy output: one line naming the file and
+column, exit 2, nothing written.
+
+Exit status: 0 when everything agrees, 1 on any difference, 77 (ctest's skip) when the CLI was built
+without Parquet (MGJOIN_PARQUET off) or pyarrow or duckdb cannot be imported.
+
+    python3 tests/cli/parquet_compare.py --mgjoin build/mgjoin --parquet ON [--seed S] [--keep DIR]
+"""
+import argparse
+import collections
+import datetime
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+KINDS = ["inner", "left", "right", "full", "semi", "anti"]
+SQL_JOIN = {"inner": "INNER JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN"}
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(mgjoin, args, cwd):
+    return subprocess.run([mgjoin] + args, cwd=cwd, capture_output=True, text=True)
+
+
+def maybe(rng, value, null_share):
+    return None if rng.random() < null_share else value
+
+
+def write_inputs(pa, pq, feather, rng, d):
+    """R: a dataset in year=Y folders (several files, one empty); S: one Parquet file and an IPC file."""
+    keys = list(range(40))
+    base = datetime.date(2020, 1, 1)
+    os.makedirs(f"{d}/R/year=2023")
+    os.makedirs(f"{d}/R/year=2024")
+    files = [("year=2023/a.parquet", 57, 7), ("year=2023/b.parquet", 0, 5), ("year=2024/c.parquet", 131, 13),
+             ("year=2024/d.parquet", 1, 3)]
+    for name, rows, group in files:
+        t = pa.table({
+            "k": pa.array([maybe(rng, rng.choice(keys), 0.1) for _ in range(rows)], pa.int32()),
+            "p": pa.array([maybe(rng, rng.randrange(-500, 500), 0.2) for _ in range(rows)], pa.int16()),
+            "d": pa.array([base + datetime.timedelta(days=rng.randrange(1000)) for _ in range(rows)], pa.date32()),
+            "t": pa.array([rng.randrange(1 << 40) for _ in range(rows)], pa.timestamp("us")),
+        })
+        pq.write_table(t, f"{d}/R/{name}", row_group_size=group)
+    rows = 90
+    s = pa.table({
+        "k": pa.array([maybe(rng, rng.choice(keys + [100, 101]), 0.1) for _ in range(rows)], pa.int64()),
+        "w": pa.array([maybe(rng, rng.random(), 0.2) for _ in range(rows)], pa.float64()),
+        "b": pa.array([maybe(rng, rng.random() < 0.5, 0.2) for _ in range(rows)], pa.bool_()),
+        "c": pa.array([rng.randrange(5) * 1000 for _ in range(rows)], pa.int64()).dictionary_encode(),
+    })
+    pq.write_table(s.drop(["c"]), f"{d}/S.parquet", row_group_size=11)
+    feather.write_feather(s, f"{d}/S.arrow", compression="uncompressed")
+
+
+def rows_of(con, sql):
+    return collections.Counter(tuple(r) for r in con.execute(sql).fetchall())
+
+
+def compare_kinds(mgjoin, duckdb, d, s_file, s_sql, s_cols, more=()):
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW R AS SELECT * FROM read_parquet('{d}/R/**/*.parquet', hive_partitioning = true)")
+    con.execute(f"CREATE VIEW S AS {s_sql}")
+    r_cols = ["d", "p", "t", "year"]
+    for how in KINDS:
+        out = f"{d}/out_{how}_{os.path.basename(s_file)}"
+        res = run(mgjoin, ["join", "--r", "R", "--s", s_file, "--on", "k", "--how", how, "--gpus", "0", "-q",
+                           "--r-columns", ",".join(r_cols), "--out-dir", out] + list(more), d)
+        check(res.returncode == 0, f"{how} {s_file}: exit {res.returncode}: {res.stderr.strip()}")
+        if res.returncode:
+            continue
+        got_file = f"{out}/part-0.arrow" if "arrow" in more else f"{out}/part-0.parquet"
+        check(os.path.exists(got_file), f"{how}: {got_file} written")
+        rs = ", ".join(f"r.{c}" for c in r_cols)
+        ss = ", ".join(f"s.{c}" for c in s_cols)
+        if how in ("semi", "anti"):
+            want = rows_of(con, f"SELECT r.k, {rs} FROM R r WHERE {'' if how == 'semi' else 'NOT '}"
+                                f"EXISTS (SELECT 1 FROM S s WHERE s.k = r.k)")
+            cols = ["key"] + [f"r.{c}" for c in r_cols]
+        else:
+            want = rows_of(con, f"SELECT COALESCE(r.k, s.k), {rs}, {ss} FROM R r {SQL_JOIN[how]} S s ON r.k = s.k")
+            cols = ["key"] + [f"r.{c}" for c in r_cols] + [f"s.{c}" for c in s_cols]
+        reader = "read_parquet" if got_file.endswith(".parquet") else None
+        if reader:
+            got = rows_of(con, "SELECT " + ", ".join(f'"{c}"' for c in cols) + f" FROM read_parquet('{got_file}')")
+        else:
+            import pyarrow.feather as feather
+            tbl = feather.read_table(got_file)
+            got = collections.Counter(zip(*[tbl.column(c).to_pylist() for c in cols]))
+        check(got == want, f"{how} with {s_file}: {sum(got.values())} rows, DuckDB {sum(want.values())}; "
+                           f"only mgjoin: {list((got - want).items())[:3]}, only DuckDB: {list((want - got).items())[:3]}")
+        count = run(mgjoin, ["join", "--r", "R", "--s", s_file, "--on", "k", "--how", how, "--gpus", "0", "--count"], d)
+        check(count.stdout.strip() == str(sum(want.values())), f"{how} --count: {count.stdout.strip()} {count.stderr.strip()}")
+
+
+def check_types_and_maps(mgjoin, pa, pq, d):
+    t = pq.read_table(f"{d}/out_left_S.parquet/part-0.parquet")
+    check(t.schema.field("r.d").type == pa.date32(), f"r.d is {t.schema.field('r.d').type}, not date32")
+    check(t.schema.field("r.t").type == pa.timestamp("us"), f"r.t is {t.schema.field('r.t').type}")
+    check(t.schema.field("key").type == pa.int64(), f"key (int32 against int64) is {t.schema.field('key').type}")
+    res = run(mgjoin, ["join", "--r", "R", "--s", "S.parquet", "--on", "k", "--how", "full", "--gpus", "0", "-q",
+                       "--output", "maps", "--out-dir", "maps"], d)
+    check(res.returncode == 0, f"maps: {res.stderr.strip()}")
+    r = pq.read_table(f"{d}/R", partitioning="hive")  # the dataset as one table, in file order
+    s = pq.read_table(f"{d}/S.parquet")
+    m = pq.read_table(f"{d}/maps/part-0.parquet")
+    rk, sk = r.column("k").to_pylist(), s.column("k").to_pylist()
+    pairs = collections.Counter()
+    for i, j in zip(m.column("r.row").to_pylist(), m.column("s.row").to_pylist()):
+        pairs[(rk[i] if i >= 0 else None, sk[j] if j >= 0 else None, i >= 0, j >= 0)] += 1
+    check(all(a == b for (a, b, ri, si) in pairs if ri and si), "maps: matched rows have equal keys")
+    null_r = sum(1 for k in rk if k is None)
+    check(sum(n for (a, b, ri, si), n in pairs.items() if ri and a is None and not si) == null_r,
+          "maps: every R row with a null key is kept unmatched")
+    # .npy out of nulls is refused; of a table without nulls, written.
+    res = run(mgjoin, ["join", "--r", "R", "--s", "S.parquet", "--on", "k", "--gpus", "0", "-q", "--format", "npy",
+                       "--out-dir", "npy_out"], d)
+    check(res.returncode == 2 and "cannot hold" in res.stderr and not os.path.exists(f"{d}/npy_out"),
+          f"npy output of nulls: exit {res.returncode}: {res.stderr.strip()}")
+    res = run(mgjoin, ["join", "--r", "R", "--s", "S.parquet", "--on", "k", "--gpus", "0", "-q", "--format", "npy",
+                       "--r-columns", "d", "--s-columns", "k", "--out-dir", "npy_ok"], d)
+    check(res.returncode == 0 and os.path.exists(f"{d}/npy_ok/r.d.npy"), f"npy output: {res.stderr.strip()}")
+
+
+def check_bad_inputs(mgjoin, pa, pq, d):
+    def refused(args, words, what):
+        out = f"{d}/bad_out"
+        res = run(mgjoin, ["join", "--gpus", "0", "--out-dir", out] + args, d)
+        lines = res.stderr.strip().splitlines()
+        check(res.returncode == 2, f"{what}: exit {res.returncode}: {res.stderr.strip()}")
+        check(len(lines) == 1 and all(w in res.stderr for w in words), f"{what}: one line naming {words}: {lines}")
+        check(not os.path.exists(out), f"{what}: nothing written")
+
+    os.makedirs(f"{d}/trunc")
+    shutil.copy(f"{d}/S.parquet", f"{d}/trunc/a.parquet")
+    with open(f"{d}/S.parquet", "rb") as f:
+        data = f.read()
+    with open(f"{d}/trunc/b.parquet", "wb") as f:
+        f.write(data[: len(data) // 2])
+    refused(["--r", "R", "--s", "trunc", "--on", "k"], ["trunc/b.parquet"], "a truncated file")
+    with open(f"{d}/trunc/b.parquet", "wb") as f:
+        f.write(data[:-8] + (1 << 30).to_bytes(4, "little") + b"PAR1")
+    refused(["--r", "R", "--s", "trunc", "--on", "k"], ["trunc/b.parquet"], "a corrupt footer")
+    with open(f"{d}/trunc/b.parquet", "wb") as f:
+        f.write(data[:8] + bytes(b ^ 0x5A for b in data[8:len(data) // 2]) + data[len(data) // 2:])
+    refused(["--r", "R", "--s", "trunc", "--on", "k"], ["trunc/b.parquet"], "corrupt data pages")
+    os.makedirs(f"{d}/mixed")
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "w": pa.array([1.0, 2.0])}), f"{d}/mixed/a.parquet")
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "w": pa.array([1, 2], pa.int32())}), f"{d}/mixed/b.parquet")
+    refused(["--r", "R", "--s", "mixed", "--on", "k"], ["mixed/b.parquet", "column w", "int32", "double"],
+            "schemas that differ")
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), f"{d}/nokey.parquet")
+    refused(["--r", "R", "--s", "nokey.parquet", "--on", "k"], ["nokey.parquet", "k"], "a key column missing")
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "name": pa.array(["a", "b"])}), f"{d}/str.parquet")
+    refused(["--r", "R", "--s", "str.parquet", "--on", "k"], ["str.parquet", "column name", "string"],
+            "an unsupported payload type")
+    refused(["--r", "R", "--s", "str.parquet", "--r-key", "k", "--s-key", "name"], ["str.parquet", "name", "string"],
+            "an unsupported key type")
+    res = run(mgjoin, ["join", "--r", "R", "--s", "str.parquet", "--on", "k", "--s-columns", "k", "--gpus", "0",
+                       "--count"], d)
+    check(res.returncode == 0, f"a string column left out is not read: {res.stderr.strip()}")
+    pq.write_table(pa.table({"k": pa.array([], pa.int64())}), f"{d}/empty.parquet")
+    res = run(mgjoin, ["join", "--r", "R", "--s", "empty.parquet", "--on", "k", "--how", "left", "--gpus", "0", "-q",
+                       "--out-dir", "empty_out"], d)
+    rows = pq.read_table(f"{d}/R", partitioning="hive").num_rows
+    check(res.returncode == 0 and pq.read_table(f"{d}/empty_out/part-0.parquet").num_rows == rows,
+          f"a left join with an empty table: {res.stderr.strip()}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mgjoin", required=True)
+    ap.add_argument("--parquet", default="ON", help="CMake's verdict: OFF skips")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--keep", default=None)
+    a = ap.parse_args()
+    if a.parquet.upper() in ("OFF", "FALSE", "0", ""):
+        print("SKIPPED: mgjoin was built without Parquet (MGJOIN_PARQUET off)")
+        return 77
+    try:
+        import duckdb
+        import pyarrow as pa
+        import pyarrow.feather as feather
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        print(f"SKIPPED: {e}; scripts/install-python-deps.sh makes build/venv with pyarrow and duckdb")
+        return 77
+    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    d = a.keep or tempfile.mkdtemp(prefix="mgjoin-parquet-")
+    os.makedirs(d, exist_ok=True)
+    mgjoin = os.path.abspath(a.mgjoin)
+    try:
+        write_inputs(pa, pq, feather, rng, d)
+        compare_kinds(mgjoin, duckdb, d, "S.parquet", f"SELECT * FROM read_parquet('{d}/S.parquet')", ["b", "w"])
+        # DuckDB reads S.arrow's columns from a Parquet copy (its dictionary column decoded).
+        s_arrow = feather.read_table(f"{d}/S.arrow")
+        pq.write_table(s_arrow.cast(pa.schema([("k", pa.int64()), ("w", pa.float64()), ("b", pa.bool_()),
+                                               ("c", pa.int64())])), f"{d}/S_with_c.parquet")
+        compare_kinds(mgjoin, duckdb, d, "S.arrow", f"SELECT * FROM read_parquet('{d}/S_with_c.parquet')", ["b", "c", "w"],
+                      ["--format", "arrow"])
+        check_types_and_maps(mgjoin, pa, pq, d)
+        check_bad_inputs(mgjoin, pa, pq, d)
+    finally:
+        if not a.keep:
+            shutil.rmtree(d, ignore_errors=True)
+    print(f"{len(failures)} failure(s), seed {seed}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
