@@ -83,7 +83,8 @@ def join_places():
 def _test_gpus():
     """MGJOIN_TEST_GPUS=N: the `where` fixture's GPU joins on N GPUs (default: the engine's choice), so that
     one machine runs the suite at g = 1, 2, 4 in turn."""
-    return int(os.environ.get("MGJOIN_TEST_GPUS", "-1"))
+    gpus = os.environ.get("MGJOIN_TEST_GPUS")
+    return int(gpus) if gpus else None
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def gpu_engine():
     several live beside the module's other engines."""
     engines = {}
 
-    def get(gpus=-1):
+    def get(gpus=None):  # None: every GPU (mgjoin.Engine refuses -1)
         if gpus not in engines:
             engines[gpus] = mgjoin.Engine(gpus=gpus, gpu_memory_limit="4G")
         return engines[gpus]
