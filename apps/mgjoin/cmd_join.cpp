@@ -223,33 +223,32 @@ TableSource resolve_table(char side_char, const std::string& on, const std::stri
   // --r PATH: a Parquet or Arrow IPC file or dataset, or a directory of .npy files (as --r-dir).
   const std::string& table = table_path.empty() ? dir : table_path;
   const std::string& table_opt = table_path.empty() ? dir_opt : path_opt;
+  bool arrow = false;
   if (!table.empty()) {
     MGJOIN_INPUT_EXPECTS(fs::exists(table), table_opt + " " + table + ": no such file or directory");
-    const bool arrow = table_format_of(table) != TableFormat::Npy;
+    arrow = table_format_of(table) != TableFormat::Npy;
     MGJOIN_INPUT_EXPECTS(arrow || fs::is_directory(table),
                          table_opt + " " + table + ": expected a Parquet file (.parquet), an Arrow IPC file (.arrow, "
                                                    ".feather), or a directory of them or of .npy column files");
-    if (arrow) {
-      TableSource t = table_from_arrow(table_opt, table, key_names, key_opt);
-      if (!columns.empty()) {
-        t.chosen = split_names(columns, "--" + side + "-columns");
-        for (const std::string& c : *t.chosen)
-          MGJOIN_INPUT_EXPECTS(t.find(c), "--" + side + "-columns " + c + ": no such column in " + table + " (" + column_list(t) + ")");
-      }
-      return t;
-    }
   }
-  const std::string npy_dir = table;
-  MGJOIN_INPUT_EXPECTS(dir.empty() || payload.empty(), dir_opt + " excludes " + payload_opt +
-                                                           " (with " + dir_opt + ", " + key_opt + " names key columns)");
-  TableSource t = npy_dir.empty() ? table_from_files(side, key_names, key_opt, payload, key_type, payload_type)
-                                  : table_from_dir(side, npy_dir, key_names, table_path.empty() ? key_opt : key_opt);
+  TableSource t;
+  if (arrow) {
+    t = table_from_arrow(table_opt, table, key_names, key_opt);
+  } else {
+    MGJOIN_INPUT_EXPECTS(dir.empty() || payload.empty(), dir_opt + " excludes " + payload_opt + " (with " + dir_opt + ", " +
+                                                             key_opt + " names key columns)");
+    t = table.empty() ? table_from_files(side, key_names, key_opt, payload, key_type, payload_type)
+                      : table_from_dir(side, table, key_names, key_opt);
+  }
   if (!columns.empty()) {
     t.chosen = split_names(columns, "--" + side + "-columns");
-    for (const std::string& c : *t.chosen)
-      MGJOIN_INPUT_EXPECTS(t.find(c), "--" + side + "-columns " + c + ": no such column (" +
-                                          (npy_dir.empty() ? std::string("the columns are key and payload")
-                                                           : npy_dir + " holds no " + c + ".npy; " + column_list(t)) + ")");
+    for (const std::string& c : *t.chosen) {
+      if (t.find(c)) continue;
+      const std::string where = arrow           ? " in " + table + " (" + column_list(t) + ")"
+                                : table.empty() ? std::string(" (the columns are key and payload)")
+                                                : " (" + table + " holds no " + c + ".npy; " + column_list(t) + ")";
+      throw InputError("--" + side + "-columns " + c + ": no such column" + where);
+    }
   }
   return t;
 }
@@ -310,7 +309,8 @@ std::vector<const ColumnSource*> needed_columns(const TableSource& src, bool pay
 LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads) {
   LoadedTable t;
   t.key = src.key;
-  for (const ColumnSource* c : needed_columns(src, payloads)) t.names.push_back(c->name);
+  const std::vector<const ColumnSource*> needed = needed_columns(src, payloads);
+  for (const ColumnSource* c : needed) t.names.push_back(c->name);
   if (src.arrow) {
     for (ReadColumn& c : read_arrow_columns(*src.arrow, t.names, memory)) {
       t.columns.push_back(std::move(c.values));
@@ -318,7 +318,7 @@ LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads)
     }
     return t;
   }
-  for (const ColumnSource* c : needed_columns(src, payloads)) {
+  for (const ColumnSource* c : needed) {
     t.columns.push_back(c->parts.empty() ? read_column(c->path, c->raw_type, memory)
                                          : read_column_concat(c->parts, c->raw_type, memory));
     t.valid.emplace_back();
@@ -376,10 +376,6 @@ TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const Tabl
 /// column's, a key column its tables' where both sides have one type.
 OutputTypes output_types(const TableSource& r, const TableSource& s) {
   OutputTypes types;
-  const auto type_of = [](const TableSource& t, const std::string& name) {
-    const ArrowColumnInfo* c = t.arrow ? t.arrow->find(name) : nullptr;
-    return c ? c->type : nullptr;
-  };
   for (const TableSource* t : {&r, &s})
     if (t->arrow)
       for (const ArrowColumnInfo& c : t->arrow->columns) types[(t == &r ? "r." : "s.") + c.name] = c.type;
@@ -387,7 +383,7 @@ OutputTypes output_types(const TableSource& r, const TableSource& s) {
     const ArrowColumnInfo* a = r.arrow ? r.arrow->find(r.key[k]) : nullptr;
     const ArrowColumnInfo* b = s.arrow ? s.arrow->find(s.key[k]) : nullptr;
     if (a && b && a->type_name == b->type_name)
-      types[r.key.size() == 1 ? std::string("key") : "key." + r.key[k]] = type_of(r, r.key[k]);
+      types[r.key.size() == 1 ? std::string("key") : "key." + r.key[k]] = a->type;
   }
   return types;
 }
@@ -397,16 +393,13 @@ OutputTypes output_types(const TableSource& r, const TableSource& s) {
 /// step.
 std::vector<std::string> write_outputs(const fs::path& dir, NullKeyJoin& join, const TableJoinOptions& o, bool overwrite,
                                        TableFormat format, const OutputTypes& types) {
+  if (format == TableFormat::Npy) drop_validity_columns(join);  // refuses nulls, which .npy files cannot hold
+  prepare_output_directory(dir, "--out-dir");
   std::vector<StagedColumnFile> files;
-  if (format == TableFormat::Npy) {
-    drop_validity_columns(join);  // refuses nulls, which .npy files cannot hold
-    prepare_output_directory(dir, "--out-dir");
+  if (format == TableFormat::Npy)
     files = stage_join_outputs(dir, join.result, o);
-  } else {
-    prepare_output_directory(dir, "--out-dir");
-    files.push_back(stage_arrow_join_output(dir / (std::string("part-0.") + (format == TableFormat::Parquet ? "parquet" : "arrow")),
-                                            join, o, format, types));
-  }
+  else  // one file, named for its format (part-0.parquet, part-0.arrow)
+    files.push_back(stage_arrow_join_output(dir / ("part-0." + std::string(table_format_name(format))), join, o, format, types));
   throw_if_interrupted();  // the staged files are removed as they go out of scope
   commit_all(files, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
   std::vector<std::string> names;

@@ -26,12 +26,10 @@ constexpr std::uint64_t mix(std::uint64_t z) {
 
 constexpr std::uint64_t kSeed = 0x9e3779b97f4a7c15ull;
 
-/// f(ids) with a row-id column's data: 4-byte words (uint32) or 8-byte ones.
+/// f(ids) with a row-id column's data: 4-byte words (uint32) or 8-byte ones, as join() keys are.
 template <class F>
 decltype(auto) with_ids(HostColumn& ids, F&& f) {
-  if (dtype_size(ids.type()) == 4) return f(ids.as<std::uint32_t>());
-  MGJOIN_EXPECTS(dtype_size(ids.type()) == 8, "row ids are 4- or 8-byte words");
-  return f(ids.as<std::uint64_t>());
+  return dispatch_key_width(static_cast<int>(dtype_size(ids.type())), [&](auto word) { return f(ids.as<decltype(word)>()); });
 }
 
 int compare_words(const KeyRows::Component& c, Side sa, std::int64_t a, Side sb, std::int64_t b) {
