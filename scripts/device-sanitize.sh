@@ -10,6 +10,9 @@
 #   MGJOIN_SAN_CASES=200  MGJOIN_SAN_ROWS=20000  MGJOIN_SAN_GPUS=2   the harness's cases
 #   MGJOIN_SAN_LIMIT_MIB=2048                                   the harness engines' GPU memory
 #   MGJOIN_SAN_TIMEOUT=300                                      seconds per run
+#   MGJOIN_SAN_SHARDS=1         each suite's run split into this many gtest shards (GTEST_TOTAL_SHARDS),
+#     each a run of its own (log sanitize-<tool>-<suite>.<i>of<N>.log): under racecheck one quick-tier suite
+#     takes longer than a device call, its shards side by side do not
 #   MGJOIN_SAN_PARALLEL=1       runs at once: with N > 1 the (tool, suite) runs go side by side on the one
 #     machine (a sanitizer run is bound by its host thread), each suite's shared engines taking
 #     MGJOIN_TEST_GPU_MEMORY_MIB (default 65536 / N) of each GPU instead of 80% of what is free
@@ -27,7 +30,7 @@
 # call (MGJOIN_SAN_TOOLS) with MGJOIN_SAN_TIMEOUT=300.
 #
 # Writes sanitize-<tool>-<run>.log per run into $OUT/sanitize-logs.tar.gz (one file, refreshed after
-# every run with every log this machine has written, so that a device call cut short still brings back what ran: the device tool returns only
+# every run, side by side ones too (under a lock), with every log this machine has written, so that a device call cut short still brings back what ran: the device tool returns only
 # a few files), appends each run's line to $OUT/sanitize-summary.txt, and prints, last, one line per
 # run with compute-sanitizer's error summary and the run's exit status; exits non-zero when any run
 # reports an error or fails.
@@ -78,7 +81,10 @@ run_one() {  # tool name command...
   errors=$(grep -E '^========= (ERROR|LEAK|RACECHECK) SUMMARY' "$log" | tail -3 | sed 's/^========= //' | paste -sd';' -)
   [ -n "$errors" ] || errors="no summary"
   echo "$tool $name rc=$rc ($(( $(date +%s) - start )) s): $errors" | tee -a "$summary_file"
-  [ "$parallel" -gt 1 ] || tar -czf "$OUT/sanitize-logs.tar.gz" -C "$logs" .
+  # Refreshed after every run, so that a device call cut short brings back what ended; under a lock, and
+  # through a temporary name, so that runs side by side never leave a half-written archive.
+  (flock 9; tar -czf "$OUT/.sanitize-logs.tmp.tar.gz" -C "$logs" . && mv "$OUT/.sanitize-logs.tmp.tar.gz" "$OUT/sanitize-logs.tar.gz") \
+    9> "$logs/.tar.lock"
 }
 
 # Starts a run, in the background when runs go side by side (at most $parallel at once).
@@ -88,11 +94,19 @@ start_one() {
   run_one "$@" &
 }
 
+shards=${MGJOIN_SAN_SHARDS:-1}
 before=0
 [ ! -f "$summary_file" ] || before=$(wc -l < "$summary_file")
 for tool in ${MGJOIN_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
   for t in ${MGJOIN_SAN_SUITES:-alloc topology io join sort copart cli e2e table}; do
-    start_one "$tool" "$t" "$B/${t}_gpu_tests" "--gtest_filter=${MGJOIN_SAN_FILTER:-$default_filter}"
+    if [ "$shards" -le 1 ]; then
+      start_one "$tool" "$t" "$B/${t}_gpu_tests" "--gtest_filter=${MGJOIN_SAN_FILTER:-$default_filter}"
+      continue
+    fi
+    for ((i = 0; i < shards; ++i)); do
+      start_one "$tool" "$t.$((i + 1))of$shards" env GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$i" \
+        "$B/${t}_gpu_tests" "--gtest_filter=${MGJOIN_SAN_FILTER:-$default_filter}"
+    done
   done
   [ "${MGJOIN_SAN_CASES:-200}" -gt 0 ] || continue
   start_one "$tool" differential "$B/differential" --cases "${MGJOIN_SAN_CASES:-200}" \
@@ -100,7 +114,6 @@ for tool in ${MGJOIN_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     --gpu-memory-limit-mib "${MGJOIN_SAN_LIMIT_MIB:-2048}" ${MGJOIN_SAN_SEED:+--seed $MGJOIN_SAN_SEED}
 done
 wait
-tar -czf "$OUT/sanitize-logs.tar.gz" -C "$logs" .
 echo "== sanitize summary"
 lines=$(tail -n +"$(( before + 1 ))" "$summary_file")
 printf '%s\n' "$lines"
