@@ -299,6 +299,32 @@ std::uint64_t pcie_bytes(const table::GatherPlan& plan) {
   return bytes;
 }
 
+/// The relation of sort keys `key` with their row ids `ids` (none when `ids` is empty).
+RelationView keys_with_ids(HostColumn& key, HostColumn& ids) {
+  return RelationView{key.view(), ids.data() ? std::optional(ids.view()) : std::nullopt};
+}
+
+/// A semi or anti join needs only which left rows match: where the right side would make more than
+/// kSemiPairsPerRow pairs a row, it is cut to its distinct keys first. Returns the right relation to join.
+RelationView right_for_semi_or_anti(const Plan& p, const Joiner& joiner, const TableJoinOptions& o, const RelationView& l,
+                                    HostColumn& rk, HostColumn& rid, std::int64_t rows) {
+  RelationView r = keys_with_ids(rk, rid);
+  std::uint64_t pairs = ~std::uint64_t{0};
+  try {
+    pairs = joiner(l, r, underneath(o, OutputMode::Count)).count;
+  } catch (const InputError&) {
+    // 2^64 pairs or more: the distinct keys below need none of them. (Any other input error comes
+    // back from the join after them.)
+  }
+  if (pairs <= kSemiPairsPerRow * static_cast<std::uint64_t>(rows)) return r;
+  if (p.left_key.hashed()) {  // one row per distinct tuple, not per hash: colliding tuples stay apart
+    table::keep_distinct_rows(table::KeyRows(p.left_key, p.right_key), table::Side::Right, rk, rid);
+    return keys_with_ids(rk, rid);
+  }
+  rk = distinct_keys(std::move(rk));
+  return RelationView{rk.view(), std::nullopt};
+}
+
 TableJoinResult join_late(const Plan& p, const TableView& left, const TableView& right, const TableJoinOptions& o,
                           const Backend& backend) {
   const Joiner& joiner = backend.join;
@@ -312,30 +338,11 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
   HostColumn lid = table::row_ids(nl), rid = semi_or_anti && !hashed ? HostColumn() : table::row_ids(nr);
   const double prepare_seconds = seconds_since(t);
   // join() may sort keys and row ids in place, together: they stay a consistent relation.
-  const auto with_ids = [&](HostColumn& key, HostColumn& ids) {
-    return RelationView{key.view(), ids.data() ? std::optional(ids.view()) : std::nullopt};
-  };
-  RelationView l = with_ids(lk, lid), r = with_ids(rk, rid);
+  const RelationView l = keys_with_ids(lk, lid);
+  const RelationView r =
+      semi_or_anti ? right_for_semi_or_anti(p, joiner, o, l, rk, rid, nl + nr) : keys_with_ids(rk, rid);
   TableJoinResult res;
   res.materialization = "late";
-  if (semi_or_anti) {
-    std::uint64_t pairs = ~std::uint64_t{0};
-    try {
-      pairs = joiner(l, r, underneath(o, OutputMode::Count)).count;
-    } catch (const InputError&) {
-      // 2^64 pairs or more: the distinct keys below need none of them. (Any other input error comes
-      // back from the join after them.)
-    }
-    if (pairs > kSemiPairsPerRow * static_cast<std::uint64_t>(nl + nr)) {
-      if (hashed) {  // one row per distinct tuple, not per hash: colliding tuples stay apart
-        table::keep_distinct_rows(table::KeyRows(p.left_key, p.right_key), table::Side::Right, rk, rid);
-        r = with_ids(rk, rid);
-      } else {
-        rk = distinct_keys(std::move(rk));
-        r = RelationView{rk.view(), std::nullopt};
-      }
-    }
-  }
   detail::throw_if_cancelled();
   res.join = joiner(l, r, underneath(o, OutputMode::Materialize));
   res.join.phases.insert(res.join.phases.begin(), PhaseStat{"table.prepare", prepare_seconds, 0, 0});
