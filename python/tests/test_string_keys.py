@@ -403,3 +403,16 @@ def test_a_parquet_file_whose_string_key_reads_back_as_a_dictionary(tmp_path, wh
     semi = mgjoin.join(tmp_path / "t.parquet", right, on="region", how="semi", **where)
     assert semi.schema.field("region").type == pq.read_table(tmp_path / "t.parquet").schema.field("region").type
     assert semi.column("v").to_pylist() == [0, 1, 4]
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "full", "semi", "anti"])
+def test_polars_frames_whose_strings_come_as_string_view(rng, where, how):
+    pl = pytest.importorskip("polars")
+    pool = random_strings(rng, 30, 0, 20)
+    left = pl.DataFrame({"k": drawn(rng, pool, 200, 0, 20, null_share=0.1), "v": np.arange(200)})
+    right = pl.DataFrame({"k": drawn(rng, pool, 150, 10, 30, null_share=0.1), "w": np.arange(150)})
+    got = mgjoin.join(left, right, on="k", how=how, to="polars", **where)
+    options = {"coalesce": True} if how == "full" else {}
+    want = left.join(right, on="k", how=how, **options)
+    key = lambda frame: sorted(map(repr, frame.rows()))  # noqa: E731
+    assert got.columns == want.columns and key(got) == key(want)
