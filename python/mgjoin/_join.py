@@ -9,6 +9,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _mgjoin
+from ._dictionary_keys import comparable, decoded, encode_keys
 from ._nulls import key_validity, maps_with_null_keys, table_from_maps
 from ._progress import progress_callback
 from ._tables import ROW_NUMBERS, VALID_SUFFIX, Column, InputTable, arrow_array, convert, take
@@ -190,7 +191,7 @@ def _table(result: dict, columns: list[_Output], meta: tuple[dict[str, Column], 
         if o.shared_key:  # the engine's coalesced key: a value on every row
             values = arrays["key" if len(keys[0]) == 1 else f"key.{o.column}"]
             right = meta[1][keys[1][keys[0].index(o.column)]]
-            out.append(arrow_array(values, None, _shared_key_type(column, right, values)))
+            out.append(decoded(column, arrow_array(values, None, _shared_key_type(column, right, values)), right))
             continue
         prefix = "rs"[o.side]
         null = missing.get(o.side)
@@ -201,7 +202,7 @@ def _table(result: dict, columns: list[_Output], meta: tuple[dict[str, Column], 
         own_valid = arrays.get(f"{prefix}.{o.column}{VALID_SUFFIX}")
         if own_valid is not None:
             null = ~own_valid if null is None else null | ~own_valid
-        out.append(arrow_array(arrays[f"{prefix}.{o.column}"], null, column.arrow_type))
+        out.append(decoded(column, arrow_array(arrays[f"{prefix}.{o.column}"], null, column.arrow_type)))
     return pa.Table.from_arrays(out, names=[o.name for o in columns])
 
 
@@ -218,9 +219,12 @@ def _convert_table(table: Any, to: str) -> Any:
 
 
 def _key_family(pa: Any, t: Any) -> Optional[str]:
-    """"text" or "binary" for the string and binary types, which never compare with each other."""
+    """"text" or "binary" for the string and binary types (and dictionaries of them), which never compare
+    with each other."""
     if t is None:
         return None
+    if pa.types.is_dictionary(t):
+        t = t.value_type
     if pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":
         return "text"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or str(t) == "binary_view" or pa.types.is_fixed_size_binary(t):
@@ -231,8 +235,9 @@ def _key_family(pa: Any, t: Any) -> Optional[str]:
 def _check_key_types(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column], dict[str, Column]]) -> None:
     """Keys that cannot be compared as they are are refused, naming both columns, rather than cast: string
     against binary, two decimals of different scales, two temporal (or fixed_size_binary) types that are
-    not the same type (units, zones, widths). Then a key of a type that cannot be a key, naming it.
-    Numbers compare by value in the engine."""
+    not the same type (units, zones, widths), a string or binary against any other type. Then a key of a
+    type that cannot be a key, naming it. Numbers compare by value in the engine; strings with strings and
+    binaries with binaries, whatever their layouts, through a dictionary (``_dictionary_keys``)."""
     import pyarrow as pa
 
     for lk, rk in zip(*keys):
@@ -251,6 +256,8 @@ def _check_key_types(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Co
             if lt.scale != rt.scale:
                 raise ValueError(f"{differ}: decimals of different scales (cast one side to the other's)")
             continue  # the same scale: their integers compare by value, whatever their precisions
+        if comparable(lt, rt):
+            continue
         if lt != rt and (lt is not None or rt is not None):
             raise ValueError(differ)
 
@@ -303,8 +310,10 @@ def join(
     float64, bool, and of the Arrow types stored as such integers (date, time, timestamp, duration,
     decimal32/64, float16, fixed_size_binary of 1, 2, 4 or 8 bytes) go to the engine without a copy where
     their layout allows (see docs/PYTHON.md, Types and Zero-copy); payload columns of other types (strings,
-    binaries, decimal128/256, categories, nested types) are gathered by pyarrow. Every output column keeps
-    its Arrow type. Columns the join does not use are never read. The inputs are never modified.
+    binaries, decimal128/256, categories, nested types) are gathered by pyarrow. Key columns of strings and
+    binaries (any offsets or views, NumPy ``S`` and ``U`` arrays, pandas object and str columns, categories
+    of them), decimal128/256 and fixed_size_binary of other widths join through the integer codes of a
+    dictionary of both sides' values (exact). Every output column keeps its Arrow type. Columns the join does not use are never read. The inputs are never modified.
 
     Example::
 
@@ -319,8 +328,10 @@ def join(
             themselves). Or give ``left_on`` and ``right_on``. Keys compare by value: integers of any
             width and signedness, float32 with float64 (-0.0 equals 0.0, NaN equals NaN), bool with bool,
             dates, times, timestamps and durations with their own type (unit and zone), decimals of one
-            scale. A null key matches nothing, as SQL's ``=`` (see ``nulls_equal``): inner and semi joins
-            leave its row out, left, right and full joins keep it unmatched, anti joins keep it.
+            scale, strings with strings and binaries with binaries byte for byte (a string key against a
+            binary or a number is refused). A null key matches nothing, as SQL's ``=`` (see
+            ``nulls_equal``): inner and semi joins leave its row out, left, right and full joins keep it
+            unmatched, anti joins keep it.
         how: "inner", "left", "right", "full" (or "outer"), "semi" ("left_semi"), "anti" ("left_anti"),
             "right_semi" or "right_anti".
         output: "table" (a pyarrow.Table, or see ``to``), "gather_maps" (``(left_rows, right_rows)`` int64
@@ -398,6 +409,7 @@ def join(
     right_arrays, right_meta = convert(tables[1], keys[1], payloads[1])
     meta = (left_meta, right_meta)
     _check_key_types(keys, meta)
+    encode_keys(keys, meta, (left_arrays, right_arrays))  # strings and the like: codes of one dictionary
     valid = (key_validity(meta[0], keys[0]), key_validity(meta[1], keys[1]))
     null_keys = valid[0] is not None or valid[1] is not None
     results: list[dict] = []

@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._dictionary_keys import decoded
 from ._tables import Column, take
 
 # run(left arrays, right arrays, left_on, right_on, how) -> (left_rows, right_rows or None): an engine
@@ -127,11 +128,12 @@ def table_from_maps(maps: tuple[np.ndarray, Optional[np.ndarray]], columns: list
     indices = [None if m is None else _indices(m) for m in maps]
     out = []
     for o in columns:
-        column = take(meta[o.side][o.column].as_arrow(), indices[o.side])
-        if o.shared_key:
-            other = meta[1][keys[1][keys[0].index(o.column)]].as_arrow()
+        own = meta[o.side][o.column]
+        column = take(own.as_arrow(), indices[o.side])
+        other = meta[1][keys[1][keys[0].index(o.column)]] if o.shared_key else None
+        if other is not None:
             key_type = shared_key_types[o.column]
-            column = pc.coalesce(column.cast(key_type, safe=False), take(other, indices[1]).cast(key_type, safe=False))
+            column = pc.coalesce(column.cast(key_type, safe=False), take(other.as_arrow(), indices[1]).cast(key_type, safe=False))
             column = column.cast(key_type)  # coalesce gives small decimals as decimal128
-        out.append(column)
+        out.append(decoded(own, column, other))  # a dictionary key's codes (coalesced as codes) decoded
     return pa.Table.from_arrays(out, names=[o.name for o in columns])

@@ -20,7 +20,9 @@ bool. What is already laid out that way is passed without a copy:
 Only the columns a join uses are looked at: its key columns and the chosen payload columns. A payload
 column of a type the engine does not carry (strings, binaries, decimal128/256, other fixed_size_binary
 widths, dictionaries, nested types) is not sent to it: it is gathered by pyarrow's ``take`` with the
-join's row numbers (``Column.arrow``); a type ``take`` cannot gather is refused before the join.
+join's row numbers (``Column.arrow``); a type ``take`` cannot gather is refused before the join. A key
+column of such a type (strings, binaries, decimal128/256, other fixed_size_binary widths, dictionaries of
+strings or binaries) is read as pyarrow data here and becomes integer codes in ``_dictionary_keys.py``.
 
 Nulls: each column's nulls travel as its validity (``Column.valid``); a payload's as a validity column
 beside it, a key's to the null-key rules of ``_nulls.py``.
@@ -47,7 +49,8 @@ class UnsupportedType(ValueError):
 
 # What keys may be, for the messages that refuse one.
 KEY_TYPES = ("keys are int8 ... int64, uint8 ... uint64, float32, float64, bool, date, time, timestamp, "
-             "duration, decimal32, decimal64 or fixed_size_binary of 1, 2, 4 or 8 bytes")
+             "duration, decimal, fixed_size_binary, string, binary (of any offsets or views) or a dictionary "
+             "of strings or binaries")
 
 _NUMPY_KINDS = {"i", "u", "b"}
 _FLOAT_SIZES = {4, 8}
@@ -63,16 +66,23 @@ class Column:
     arrow_type: Any = None  # the pyarrow type to give the output column, when not the NumPy dtype's
     arrow: Any = None  # a payload column gathered by pyarrow (values is None then)
     unsupported_key: Optional[str] = None  # why a key column of this type cannot be one (values is None)
+    # A key joined through a shared dictionary (``_dictionary_keys``): values are codes of its values in
+    # `dictionary`, and the output decodes them to `decoded_type`, the input's.
+    dictionary: Any = None
+    decoded_type: Any = None
 
     def type_name(self) -> str:
         """The column's type as the messages name it: its Arrow type, or its NumPy dtype."""
+        if self.decoded_type is not None:
+            return str(self.decoded_type)
         if self.arrow_type is not None:
             return str(self.arrow_type)
         return str(self.arrow.type) if self.values is None else str(self.values.dtype)
 
     def as_arrow(self) -> Any:
         """The column as one pyarrow array (or ChunkedArray), typed as the input had it: a view of the
-        engine's NumPy values (bool values are packed, a copy), or the array pyarrow gathers."""
+        engine's NumPy values (bool values are packed, a copy), or the array pyarrow gathers; for a key
+        joined through a dictionary its codes (``_dictionary_keys.decoded`` decodes them)."""
         if self.values is None:
             return self.arrow
         return arrow_array(self.values, None if self.valid is None else ~self.valid, self.arrow_type)
@@ -268,7 +278,10 @@ class InputTable:
             column = column_from(value, what)
         except UnsupportedType as e:
             if is_key:
-                return Column(None, arrow=_as_arrow(value, what), unsupported_key=str(e))
+                from ._dictionary_keys import takes  # a module that imports this one
+
+                array = _as_arrow(value, what)  # strings and the like join through a dictionary
+                return Column(None, arrow=array, unsupported_key=None if takes(array.type) else str(e))
             return Column(None, arrow=_gatherable(_as_arrow(value, what), what))
         if is_key and column.arrow_type is not None and _pyarrow().types.is_float16(column.arrow_type):
             # Its integer storage would tell -0.0 from 0.0 and one NaN from another.

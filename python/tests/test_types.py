@@ -201,8 +201,8 @@ def test_keys_that_do_not_compare_name_both_columns(left_type, right_type, why):
         mgjoin.join(left, right, left_on="a", right_on="b", gpus=0)
 
 
-@pytest.mark.parametrize("key_type", [pa.string(), pa.large_binary(), pa.decimal128(10, 2), pa.float16(),
-                                      pa.binary(3), pa.list_(pa.int8())])
+@pytest.mark.parametrize("key_type", [pa.float16(), pa.list_(pa.int8()), pa.dictionary(pa.int32(), pa.int64()),
+                                      pa.struct([("a", pa.int16())])])
 def test_keys_of_types_the_engine_cannot_compare_are_named(key_type):
     table = pa.table({"k": pa.array([], key_type)})
     with pytest.raises(ValueError, match=re.escape(f"left key column 'k': unsupported type {key_type}")):
