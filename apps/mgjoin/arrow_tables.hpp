@@ -8,6 +8,9 @@
 //
 // Read whole: only the columns named are decoded (projection), each file by Arrow's multi-threaded
 // reader, into host columns of their integer (or float, bool) storage; nulls as a validity column.
+// Columns of other types (strings, binary, decimals, nested types) stay in Arrow's form (ArrowColumn):
+// a payload is gathered on the host after the join by row numbers (take_arrow_column), a key joins by
+// the codes of a dictionary of both sides' values (encode_dictionary_keys). docs/DESIGN.md says why.
 #include <mgjoin/io.hpp>
 #include <mgjoin/types.hpp>
 
@@ -38,10 +41,17 @@ void expect_arrow_formats(const std::string& what);
 /// An Arrow data type, kept from the input to write the output with it (dates stay dates).
 struct ArrowType;
 
+/// A column kept in Arrow's form, opaque here (apps/mgjoin/arrow/arrow_internal.hpp).
+struct ArrowColumn;
+
 /// A column of an Arrow table: its name, its storage as the engine takes it, and its Arrow type.
 struct ArrowColumnInfo {
   std::string name;
   std::optional<DType> storage;  ///< nullopt: a type the engine cannot take (type_name says which)
+  bool gathered = false;         ///< no storage, but Arrow's Take gathers it: a payload carried by row numbers
+  /// No storage, but a key through a shared dictionary: its family ("string", "binary", or the type for
+  /// fixed_size_binary and decimals: keys of one family join); empty: no such key.
+  std::string dictionary_key;
   std::string type_name;         ///< Arrow's name of the type, e.g. "date32[day]", "dictionary<...>"
   std::shared_ptr<const ArrowType> type;
   bool partition = false;  ///< a hive-style name=value folder's column
@@ -63,25 +73,44 @@ struct ArrowTableSource {
 /// truncated file, and naming the file and column for a schema that differs from the first file's.
 ArrowTableSource inspect_arrow_table(const std::filesystem::path& path, const std::string& option);
 
-/// A column read: its values (zero where null) and, where it holds nulls, a bool column (true: a value).
+/// A column read: its values (zero where null) and, where it holds nulls, a bool column (true: a value);
+/// a column without storage in Arrow's form instead (values and valid empty).
 struct ReadColumn {
   HostColumn values;
   std::optional<HostColumn> valid;
+  std::shared_ptr<const ArrowColumn> arrow;
 };
 
-/// Decodes the columns `names` of every file, after checking that host memory holds them.
-/// @throw InputError naming the file and column for a type the engine cannot take or a file that fails to
-/// decode; OutOfMemory (with the bytes) when host memory cannot hold the decoded columns.
+/// Decodes the columns `names` of every file, after checking that host memory holds them; a column
+/// without storage in Arrow's form (a dictionary-encoded one as its values).
+/// @throw InputError naming the file and column for a type neither the engine nor Arrow's Take takes or a
+/// file that fails to decode; OutOfMemory (with the bytes) when host memory cannot hold the decoded columns.
 std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& table, const std::vector<std::string>& names,
                                            MemoryKind memory);
 
+/// The rows `indices` (int32 or int64) of `column`, of its type; null where `valid` (bool; nullptr: all
+/// valid) is false or the row is null. Arrow's Take (view types through their large type, which Take has).
+std::shared_ptr<const ArrowColumn> take_arrow_column(const ArrowColumn& column, ColumnView indices, const bool* valid);
+
+/// Key columns of one dictionary key family (ArrowColumnInfo::dictionary_key) as int32 codes into a
+/// dictionary of the distinct non-null values of both (null keys: null codes, the codes' validity).
+struct DictionaryKeys {
+  ReadColumn left, right;                          ///< codes (int32) and validity; `arrow` unset
+  std::shared_ptr<const ArrowColumn> dictionary;   ///< the values, codes index it (take_arrow_column)
+};
+/// @throw InputError starting with `what` where Arrow cannot encode them (over 2^31 - 1 distinct values).
+DictionaryKeys encode_dictionary_keys(const ArrowColumn& left, const ArrowColumn& right, MemoryKind memory,
+                                      const std::string& what);
+
 /// A column to write: values, optional validity (bool, true: a value), and the Arrow type to write it as
-/// (nullptr: the type of its storage); a type whose storage differs from the values' is not used.
+/// (nullptr: the type of its storage); a type whose storage differs from the values' is not used. With
+/// `arrow` set, that column is written as it is instead.
 struct OutputColumn {
   std::string name;
   ColumnView values;
   std::optional<ColumnView> valid;
   std::shared_ptr<const ArrowType> type;
+  std::shared_ptr<const ArrowColumn> arrow;
 };
 
 /// Writes `columns` as one Parquet (ZSTD-compressed row groups) or Arrow IPC file under a temporary name

@@ -5,6 +5,7 @@
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "engine_options.hpp"
+#include "host_columns.hpp"
 #include "interrupt.hpp"
 #include "join_outputs.hpp"
 #include "join_ranks.hpp"
@@ -179,7 +180,7 @@ TableSource table_from_arrow(const std::string& opt, const fs::path& path, const
   t.arrow = inspect_arrow_table(path, opt);
   for (const ArrowColumnInfo& c : t.arrow->columns) {
     ColumnSource col{c.name, opt, t.arrow->files.front(), std::nullopt, "", {}, t.arrow->files};
-    col.info.type = c.storage.value_or(DType::UInt64);
+    col.info.type = c.storage.value_or(c.dictionary_key.empty() ? DType::UInt64 : DType::Int32);  // a key: its codes
     col.info.size = t.arrow->rows;
     t.columns.push_back(std::move(col));
   }
@@ -188,8 +189,10 @@ TableSource table_from_arrow(const std::string& opt, const fs::path& path, const
     const ArrowColumnInfo* c = t.arrow->find(k);
     MGJOIN_INPUT_EXPECTS(c, opt + " " + path.string() + ": no key column " + k + " (" + column_list(t) + ")" +
                                 (key_names.empty() ? ": name the key column(s) with " + key_opt : ""));
-    MGJOIN_INPUT_EXPECTS(c->storage, opt + " " + t.arrow->files.front().string() + ": key column " + k + " is " +
-                                         c->type_name + ", which mgjoin cannot join on");
+    MGJOIN_INPUT_EXPECTS(c->storage || !c->dictionary_key.empty(),
+                         opt + " " + t.arrow->files.front().string() + ": key column " + k + " is " + c->type_name +
+                             ", which mgjoin cannot join on (keys: numbers, bool, dates, times, timestamps, strings, "
+                             "binary, fixed_size_binary, decimal128 and decimal256)");
   }
   return t;
 }
@@ -284,8 +287,23 @@ void check_table_files(TableSource& t) {
                                                              std::to_string(first.info.size));
 }
 
-/// The key columns' types, before the files are read: the library's rules (check_key_types).
+/// Each key column's type, where it is, and its dictionary key family (check_key_pairs).
+std::vector<KeyColumnType> key_column_types(const TableSource& t) {
+  std::vector<KeyColumnType> out;
+  for (const std::string& k : t.key) {
+    const ColumnSource& c = *t.find(k);
+    const ArrowColumnInfo* a = t.arrow ? t.arrow->find(k) : nullptr;
+    const std::string table = t.arrow ? t.arrow->option + " " + t.arrow->path.string() : c.option + " " + c.path.string();
+    out.push_back({"key column " + k + " of " + table, a ? a->type_name : std::string(dtype_name(c.info.type)),
+                   a && !a->storage ? a->dictionary_key : ""});
+  }
+  return out;
+}
+
+/// The key columns' types, before the files are read: keys through a dictionary against their own
+/// family only (check_key_pairs), and the library's rules (check_key_types; such a key: its int32 codes).
 void check_key_files(const TableSource& r, const TableSource& s, const TableJoinOptions& o) {
+  check_key_pairs(key_column_types(r), key_column_types(s));
   const auto types = [](const TableSource& t) {
     std::vector<DType> out;
     for (const std::string& k : t.key) out.push_back(t.find(k)->info.type);
@@ -305,14 +323,16 @@ std::vector<const ColumnSource*> needed_columns(const TableSource& src, bool pay
   return out;
 }
 
-/// Reads the columns the join needs (needed_columns): of a Parquet or Arrow IPC table, only those.
-LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads) {
+/// Reads the columns the join needs (needed_columns): of a Parquet or Arrow IPC table, only those; the
+/// columns in Arrow's form into `arrow` (empty placeholders in the table: prepare_host_columns).
+LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads, ArrowColumns& arrow) {
   LoadedTable t;
   t.key = src.key;
   const std::vector<const ColumnSource*> needed = needed_columns(src, payloads);
   for (const ColumnSource* c : needed) t.names.push_back(c->name);
   if (src.arrow) {
     for (ReadColumn& c : read_arrow_columns(*src.arrow, t.names, memory)) {
+      if (c.arrow) arrow.emplace_back(t.names[t.columns.size()], std::move(c.arrow));
       t.columns.push_back(std::move(c.values));
       t.valid.push_back(std::move(c.valid));
     }
@@ -392,14 +412,15 @@ OutputTypes output_types(const TableSource& r, const TableSource& s) {
 /// then renames them all at once; with --overwrite, the table an earlier run left there goes in the same
 /// step.
 std::vector<std::string> write_outputs(const fs::path& dir, NullKeyJoin& join, const TableJoinOptions& o, bool overwrite,
-                                       TableFormat format, const OutputTypes& types) {
+                                       TableFormat format, const OutputTypes& types, const HostColumns& host) {
   if (format == TableFormat::Npy) drop_validity_columns(join);  // refuses nulls, which .npy files cannot hold
   prepare_output_directory(dir, "--out-dir");
   std::vector<StagedColumnFile> files;
   if (format == TableFormat::Npy)
     files = stage_join_outputs(dir, join.result, o);
   else  // one file, named for its format (part-0.parquet, part-0.arrow)
-    files.push_back(stage_arrow_join_output(dir / ("part-0." + std::string(table_format_name(format))), join, o, format, types));
+    files.push_back(stage_arrow_join_output(dir / ("part-0." + std::string(table_format_name(format))), join, o, format, types,
+                                            &host));
   throw_if_interrupted();  // the staged files are removed as they go out of scope
   commit_all(files, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
   std::vector<std::string> names;
@@ -519,6 +540,13 @@ void run_join(const JoinArgs& args) {
   const auto [r_src, s_src] = resolve_inputs(args);
   const TableJoinOptions options = join_options(args, form, r_src, s_src);
   check_key_files(r_src, s_src, options);
+  if (form == TableOutput::Columns && output_format(args, r_src, s_src) == TableFormat::Npy)
+    for (const TableSource* t : {&r_src, &s_src})
+      if (t->arrow && (t == &r_src || outputs_right_columns(options.how))) {
+        std::vector<std::string> names;
+        for (const ColumnSource* c : needed_columns(*t, true)) names.push_back(c->name);
+        expect_npy_holds(*t->arrow, names, t->key, t == &r_src ? "r." : "s.");
+      }
   const fs::path out_dir = args.out_dir;
   if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
 
@@ -531,15 +559,18 @@ void run_join(const JoinArgs& args) {
   const bool s_payloads = payloads && outputs_right_columns(options.how);
   const auto t_read = Clock::now();
   const TableFormat format = output_format(args, r_src, s_src);
-  LoadedTable r = read_table(r_src, memory, payloads);
-  LoadedTable s = read_table(s_src, memory, s_payloads);
+  ArrowColumns r_arrow, s_arrow;
+  LoadedTable r = read_table(r_src, memory, payloads, r_arrow);
+  LoadedTable s = read_table(s_src, memory, s_payloads, s_arrow);
+  TableJoinOptions engine_options = options;  // the chosen columns as the engine sees them
+  const HostColumns host = prepare_host_columns(r, s, r_arrow, s_arrow, engine_options, memory);
   const double read_s = seconds_since(t_read);
   throw_if_interrupted();
 
   NullKeyJoin joined;
   {
     ProgressBar bar(progress_wanted(args.quiet));
-    TableJoinOptions with_bar = options;
+    TableJoinOptions with_bar = engine_options;
     with_bar.join.progress = with_test_interrupt(bar.callback());
     // Payload nulls travel as hidden bool columns; rows with null keys match nothing (SQL).
     if (payloads) carry_payload_validity(r, with_bar.left_columns);
@@ -561,7 +592,7 @@ void run_join(const JoinArgs& args) {
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
-  if (writes) outputs = write_outputs(out_dir, joined, options, args.overwrite, format, output_types(r_src, s_src));
+  if (writes) outputs = write_outputs(out_dir, joined, options, args.overwrite, format, output_types(r_src, s_src), host);
   const double write_s = seconds_since(t_write);
 
   if (args.json) {

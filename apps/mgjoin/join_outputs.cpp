@@ -3,6 +3,7 @@
 #include <mgjoin/error.hpp>
 
 #include <algorithm>
+#include <memory>
 
 namespace mgjoin::cli {
 namespace {
@@ -46,13 +47,19 @@ void drop_validity_columns(NullKeyJoin& join) {
              cols.end());
 }
 
-StagedColumnFile stage_arrow_join_output(const std::filesystem::path& path, const NullKeyJoin& join,
-                                         const TableJoinOptions& o, TableFormat format, const OutputTypes& types) {
-  const TableJoinResult& res = join.result;
-  std::vector<OutputColumn> out;
+namespace {
+
+/// The Arrow output's columns: validity from the masks that apply, and the columns the host makes (keys
+/// decoded from their dictionaries, payloads gathered by row numbers).
+struct ArrowOutput {
+  const NullKeyJoin& join;
+  const TableJoinOptions& o;
+  const HostColumns* host;
+  std::vector<OutputColumn> columns;
   std::vector<std::unique_ptr<HostColumn>> validity;  // kept alive until the file is written
-  const auto with_validity = [&](OutputColumn& c, std::initializer_list<const HostColumn*> masks,
-                                 const std::vector<bool>* more) {
+
+  /// `c`'s validity: the AND of `masks` (present ones) and `more`; none where nothing applies.
+  void with_validity(OutputColumn& c, std::initializer_list<const HostColumn*> masks, const std::vector<bool>* more) {
     std::vector<const HostColumn*> present;
     for (const HostColumn* m : masks)
       if (m) present.push_back(m);
@@ -66,27 +73,66 @@ StagedColumnFile stage_arrow_join_output(const std::filesystem::path& path, cons
     }
     c.valid = v->view();
     validity.push_back(std::move(v));
-  };
-  if (o.output == TableOutput::GatherMaps) {
-    out.push_back({"r.row", res.left_rows.view(), std::nullopt, nullptr});
-    if (outputs_right_columns(o.how)) out.push_back({"s.row", res.right_rows.view(), std::nullopt, nullptr});
   }
-  for (std::size_t i = 0; i < res.columns.size(); ++i) {
+
+  /// The column (or, for a side's row numbers, the columns gathered by them) of output column `i`.
+  void add(std::size_t i, const OutputTypes& types) {
+    const TableJoinResult& res = join.result;
     const NamedColumn& c = res.columns[i];
-    if (is_side_validity(c.name, o.how) || validity_target(c.name)) continue;
     const auto type = types.find(c.name);
-    OutputColumn col{c.name, c.column.view(), std::nullopt, type == types.end() ? nullptr : type->second};
+    OutputColumn col{c.name, c.column.view(), std::nullopt, type == types.end() ? nullptr : type->second, nullptr};
+    const std::string side = c.name.substr(0, 2);  // "r." or "s." for a payload
     if (i < join.key_valid.size()) {
       with_validity(col, {}, join.key_valid[i] ? &*join.key_valid[i] : nullptr);
     } else {
-      const std::string side = c.name.substr(0, 2);  // "r." or "s."
       const HostColumn* missing = is_side_validity(side + "valid", o.how) ? find_column(res, side + "valid") : nullptr;
       const HostColumn* own = find_column(res, side + validity_column_name(c.name.substr(2)));
       with_validity(col, {missing, own}, nullptr);
     }
-    out.push_back(std::move(col));
+    const bool* valid = col.valid ? col.valid->as<bool>() : nullptr;
+    if (host && i >= join.key_valid.size() && c.name.substr(2) == kRowNumbers) {
+      for (const auto& [name, column] : host->gathered)
+        if (name.starts_with(side))
+          columns.push_back({name, col.values, std::nullopt, nullptr, take_arrow_column(*column, col.values, valid)});
+      return;
+    }
+    if (host)
+      for (const auto& [name, dictionary] : host->dictionaries)
+        if (name == c.name) col.arrow = take_arrow_column(*dictionary, col.values, valid);
+    columns.push_back(std::move(col));
   }
-  return stage_arrow_file(path, out, format);
+
+  /// The key columns, then host->order's payload columns in that order.
+  void put_in_order() {
+    if (!host || host->order.empty()) return;
+    std::vector<OutputColumn> ordered;
+    const auto in_order = [&](const std::string& n) {
+      return std::find(host->order.begin(), host->order.end(), n) != host->order.end();
+    };
+    for (OutputColumn& c : columns)
+      if (!in_order(c.name)) ordered.push_back(std::move(c));
+    for (const std::string& n : host->order)
+      for (OutputColumn& c : columns)
+        if (c.name == n) ordered.push_back(std::move(c));
+    columns = std::move(ordered);
+  }
+};
+
+}  // namespace
+
+StagedColumnFile stage_arrow_join_output(const std::filesystem::path& path, const NullKeyJoin& join,
+                                         const TableJoinOptions& o, TableFormat format, const OutputTypes& types,
+                                         const HostColumns* host) {
+  const TableJoinResult& res = join.result;
+  ArrowOutput out{join, o, host, {}, {}};
+  if (o.output == TableOutput::GatherMaps) {
+    out.columns.push_back({"r.row", res.left_rows.view(), std::nullopt, nullptr, nullptr});
+    if (outputs_right_columns(o.how)) out.columns.push_back({"s.row", res.right_rows.view(), std::nullopt, nullptr, nullptr});
+  }
+  for (std::size_t i = 0; i < res.columns.size(); ++i)
+    if (!is_side_validity(res.columns[i].name, o.how) && !validity_target(res.columns[i].name)) out.add(i, types);
+  out.put_in_order();
+  return stage_arrow_file(path, out.columns, format);
 }
 
 std::vector<StagedColumnFile> stage_join_outputs(const std::filesystem::path& dir, const TableJoinResult& res,

@@ -2,6 +2,7 @@
 // What `mgjoin join` writes for a table join, by one process or by each rank into its part: its files,
 // and the parts of its --json summary that both share.
 #include "arrow_tables.hpp"
+#include "host_columns.hpp"
 #include "null_keys.hpp"
 
 #include <mgjoin/io.hpp>
@@ -31,9 +32,11 @@ void drop_validity_columns(NullKeyJoin& join);
 
 /// Stages the output as one Parquet or Arrow IPC file at `path`: the columns of stage_join_outputs with
 /// real nulls instead of validity columns (a side an outer join misses is null; no r.valid/s.valid),
-/// each of its input's Arrow type where `types` has it.
+/// each of its input's Arrow type where `types` has it; with `host`, the key columns of dictionary codes
+/// decoded, the payloads gathered by the sides' row numbers, and the payloads in `host`'s order.
 StagedColumnFile stage_arrow_join_output(const std::filesystem::path& path, const NullKeyJoin& join,
-                                         const TableJoinOptions& o, TableFormat format, const OutputTypes& types);
+                                         const TableJoinOptions& o, TableFormat format, const OutputTypes& types,
+                                         const HostColumns* host = nullptr);
 
 /// --json's fields that describe how the join ran: seconds (the whole call), join_seconds, executor,
 /// strategy, strategy_reason, phases, peak_host_bytes, and for materialized columns materialization.

@@ -3,6 +3,7 @@
 #include <mgjoin/error.hpp>
 
 #include <cstring>
+#include <numeric>
 
 namespace mgjoin::cli {
 namespace {
@@ -32,6 +33,12 @@ HostColumn take(const HostColumn& c, const std::vector<std::int64_t>& rows) {
   auto* dst = static_cast<std::byte*>(out.data());
   for (std::size_t i = 0; i < rows.size(); ++i) std::memcpy(dst + i * w, src + static_cast<std::size_t>(rows[i]) * w, w);
   return out;
+}
+
+std::vector<std::int64_t> all_rows(std::int64_t n) {
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+  std::iota(rows.begin(), rows.end(), std::int64_t{0});
+  return rows;
 }
 
 /// The rows `rows` of `t` (every column and validity), in that order.
@@ -83,10 +90,17 @@ std::optional<std::string> column_of_validity(std::string_view hidden) {
 void carry_payload_validity(LoadedTable& t, std::optional<std::vector<std::string>>& chosen) {
   const std::size_t n = t.names.size();
   for (std::size_t i = 0; i < n; ++i) {
-    if (!t.valid[i] || is_key(t, t.names[i])) continue;
+    if (!t.valid[i]) continue;
+    const bool key = is_key(t, t.names[i]);
+    // A key column is a payload only where chosen; its validity stays with it too (null_key_rows).
+    if (key && (!chosen || std::find(chosen->begin(), chosen->end(), t.names[i]) == chosen->end())) continue;
     const std::string hidden = validity_column_name(t.names[i]);
-    t.columns.push_back(std::move(*t.valid[i]));
-    t.valid[i].reset();
+    if (key) {
+      t.columns.push_back(take(*t.valid[i], all_rows(t.valid[i]->size())));
+    } else {
+      t.columns.push_back(std::move(*t.valid[i]));
+      t.valid[i].reset();
+    }
     t.valid.emplace_back();
     t.names.push_back(hidden);
     if (chosen) {

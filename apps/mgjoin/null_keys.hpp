@@ -32,8 +32,9 @@ std::string validity_column_name(std::string_view name);
 /// The column whose validity `hidden` carries, or nullopt when `hidden` is no such column.
 std::optional<std::string> column_of_validity(std::string_view hidden);
 
-/// Adds, for every non-key column with nulls, its validity as a hidden bool column, and names it in
-/// `chosen` (the payload columns asked for, when given) after the column it belongs to.
+/// Adds, for every non-key column with nulls (and a key column with nulls that `chosen` names as a
+/// payload), its validity as a hidden bool column, and names it in `chosen` (the payload columns asked
+/// for, when given) after the column it belongs to.
 void carry_payload_validity(LoadedTable& t, std::optional<std::vector<std::string>>& chosen);
 
 /// The join's result with SQL's null keys, and the validity of each output key column ("key" or

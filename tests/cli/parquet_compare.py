@@ -172,11 +172,12 @@ def check_bad_inputs(mgjoin, pa, pq, d):
             "schemas that differ")
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), f"{d}/nokey.parquet")
     refused(["--r", "R", "--s", "nokey.parquet", "--on", "k"], ["nokey.parquet", "k"], "a key column missing")
-    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "name": pa.array(["a", "b"])}), f"{d}/str.parquet")
-    refused(["--r", "R", "--s", "str.parquet", "--on", "k"], ["str.parquet", "column name", "string"],
-            "an unsupported payload type")
-    refused(["--r", "R", "--s", "str.parquet", "--r-key", "k", "--s-key", "name"], ["str.parquet", "name", "string"],
-            "an unsupported key type")
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "name": pa.array(["a", "b"]),
+                             "l": pa.array([[1], [2]])}), f"{d}/str.parquet")
+    refused(["--r", "R", "--s", "str.parquet", "--r-key", "k", "--s-key", "name"],
+            ["key column k of --r R is int32", "key column name of --s str.parquet is string"], "keys of int and string")
+    refused(["--r", "R", "--s", "str.parquet", "--r-key", "k", "--s-key", "l"], ["str.parquet", "key column l", "list"],
+            "a list key")
     res = run(mgjoin, ["join", "--r", "R", "--s", "str.parquet", "--on", "k", "--s-columns", "k", "--gpus", "0",
                        "--count"], d)
     check(res.returncode == 0, f"a string column left out is not read: {res.stderr.strip()}")
@@ -186,6 +187,85 @@ def check_bad_inputs(mgjoin, pa, pq, d):
     rows = pq.read_table(f"{d}/R", partitioning="hive").num_rows
     check(res.returncode == 0 and pq.read_table(f"{d}/empty_out/part-0.parquet").num_rows == rows,
           f"a left join with an empty table: {res.stderr.strip()}")
+
+
+def write_tpch_like(pa, pq, rng, d):
+    """orders (two files) and customer, TPC-H-like: decimal128(15, 2) prices and balances, date32 dates,
+    strings of every length (comments, clerks, names, segments; some null), for joins on an int and a
+    string key."""
+    from decimal import Decimal
+    base = datetime.date(1992, 1, 1)
+    words = ["furiously", "pending", "deposits", "", "quickly", "ironic", "accounts", "sleep"]
+    segments = ["AUTOMOBILE", "BUILDING", "FURNITURE", "MACHINERY", "HOUSEHOLD"]
+    n_cust = 150
+    customer = pa.table({
+        "c_custkey": pa.array(range(1, n_cust + 1), pa.int64()),
+        "c_name": pa.array([f"Customer#{i:09d}" for i in range(1, n_cust + 1)]),
+        "c_acctbal": pa.array([maybe(rng, Decimal(rng.randrange(-99999, 999999)) / 100, 0.05) for _ in range(n_cust)],
+                              pa.decimal128(15, 2)),
+        "c_mktsegment": pa.array([maybe(rng, rng.choice(segments), 0.05) for _ in range(n_cust)]),
+        "c_clerk": pa.array([maybe(rng, f"Clerk#{rng.randrange(40):09d}", 0.1) for _ in range(n_cust)]),
+    })
+    pq.write_table(customer, f"{d}/customer.parquet", row_group_size=37)
+    os.makedirs(f"{d}/orders")
+    key = 1
+    for part, rows in enumerate([700, 513]):
+        orders = pa.table({
+            "o_orderkey": pa.array(range(key, key + rows), pa.int64()),
+            "o_custkey": pa.array([maybe(rng, rng.randrange(1, n_cust + 30), 0.02) for _ in range(rows)], pa.int64()),
+            "o_totalprice": pa.array([Decimal(rng.randrange(100, 50000000)) / 100 for _ in range(rows)],
+                                     pa.decimal128(15, 2)),
+            "o_orderdate": pa.array([base + datetime.timedelta(days=rng.randrange(2400)) for _ in range(rows)], pa.date32()),
+            "o_clerk": pa.array([maybe(rng, f"Clerk#{rng.randrange(50):09d}", 0.03) for _ in range(rows)]),
+            "o_comment": pa.array([maybe(rng, " ".join(rng.choice(words) for _ in range(rng.randrange(6))), 0.05)
+                                   for _ in range(rows)]),
+        })
+        key += rows
+        pq.write_table(orders, f"{d}/orders/part-{part}.parquet", row_group_size=128)
+
+
+def compare_tpch_like(mgjoin, duckdb, pa, pq, d):
+    """orders joined with customer on o_custkey (int) and on the clerk (string), every kind: row counts and
+    aggregates (exact decimal sums, string lengths, distinct counts, dates) of mgjoin's output against
+    DuckDB's join of the same files; the output's types are the inputs'."""
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW O AS SELECT * FROM read_parquet('{d}/orders/*.parquet')")
+    con.execute(f"CREATE VIEW C AS SELECT * FROM read_parquet('{d}/customer.parquet')")
+    r_cols = ["o_orderkey", "o_totalprice", "o_orderdate", "o_comment"]
+    s_cols = ["c_name", "c_acctbal", "c_mktsegment"]
+    aggregates = ["count(*)", "count({k})", "sum({o_totalprice})", "sum(length({o_comment}))", "count({o_comment})",
+                  "min({o_orderdate})", "max({o_orderdate})", "sum({c_acctbal})", "count(DISTINCT {c_name})",
+                  "count(DISTINCT {c_mktsegment})", "sum(length({c_mktsegment}))", "count(DISTINCT {k})"]
+    for r_key, s_key in [("o_custkey", "c_custkey"), ("o_clerk", "c_clerk")]:
+        for how in KINDS:
+            out = f"{d}/tpch_{r_key}_{how}"
+            res = run(mgjoin, ["join", "--r", "orders", "--s", "customer.parquet", "--r-key", r_key, "--s-key", s_key,
+                               "--how", how, "--gpus", "0", "-q", "--r-columns", ",".join(r_cols),
+                               "--s-columns", ",".join(s_cols), "--out-dir", out], d)
+            check(res.returncode == 0, f"tpch {r_key} {how}: exit {res.returncode}: {res.stderr.strip()}")
+            if res.returncode:
+                continue
+            semi = how in ("semi", "anti")
+            names = {c: f'"r.{c}"' for c in r_cols}
+            names.update({c: ("NULL" if semi else f'"s.{c}"') for c in s_cols})
+            got = con.execute("SELECT " + ", ".join(a.format(k='"key"', **names) for a in aggregates) +
+                              f" FROM read_parquet('{out}/part-0.parquet')").fetchall()
+            ref = {c: f"o.{c}" for c in r_cols}
+            ref.update({c: ("NULL" if semi else f"c.{c}") for c in s_cols})
+            if semi:
+                source = (f"O o WHERE {'' if how == 'semi' else 'NOT '}EXISTS "
+                          f"(SELECT 1 FROM C c WHERE c.{s_key} = o.{r_key})")
+                k = f"o.{r_key}"
+            else:
+                source = f"O o {SQL_JOIN[how]} C c ON o.{r_key} = c.{s_key}"
+                k = f"COALESCE(o.{r_key}, c.{s_key})"
+            want = con.execute("SELECT " + ", ".join(a.format(k=k, **ref) for a in aggregates) + f" FROM {source}").fetchall()
+            check(got == want, f"tpch {r_key} {how}: mgjoin {got}, DuckDB {want}")
+    t = pq.read_table(f"{d}/tpch_o_clerk_full/part-0.parquet")
+    want_types = {"key": pa.string(), "r.o_totalprice": pa.decimal128(15, 2), "r.o_orderdate": pa.date32(),
+                  "r.o_comment": pa.string(), "s.c_acctbal": pa.decimal128(15, 2), "s.c_name": pa.string()}
+    for name, type_ in want_types.items():
+        check(t.schema.field(name).type == type_, f"tpch: {name} is {t.schema.field(name).type}, not {type_}")
 
 
 def main():
@@ -222,6 +302,8 @@ def main():
         compare_kinds(mgjoin, duckdb, d, "S.arrow", f"SELECT * FROM read_parquet('{d}/S_with_c.parquet')", ["b", "c", "w"],
                       ["--format", "arrow"])
         check_types_and_maps(mgjoin, pa, pq, d)
+        write_tpch_like(pa, pq, rng, d)
+        compare_tpch_like(mgjoin, duckdb, pa, pq, d)
         check_bad_inputs(mgjoin, pa, pq, d)
     finally:
         if not a.keep:

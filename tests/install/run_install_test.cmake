@@ -15,6 +15,7 @@ endfunction()
 file(REMOVE_RECURSE ${WORK})
 run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/staged)
 if(HAVE_PARQUET)
+  # libarrow_compute too from Arrow 21 on (the moved CLI would not start without it).
   file(GLOB arrow_libs ${WORK}/staged/lib/mgjoin/libarrow.so.* ${WORK}/staged/lib/mgjoin/libparquet.so.*)
   list(LENGTH arrow_libs arrow_lib_count)
   if(NOT arrow_lib_count EQUAL 2)

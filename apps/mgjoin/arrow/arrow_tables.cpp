@@ -1,13 +1,12 @@
 // Parquet and Arrow IPC tables through Arrow's C++ readers and writers (apps/mgjoin/arrow_tables.hpp).
 // Each file is read whole with its needed columns only, by Arrow's multi-threaded reader, and copied into
 // the host columns the join takes; streaming row groups into the flow is a later step (docs/CLI.md).
-#include "../arrow_tables.hpp"
-
-#include <mgjoin/error.hpp>
+#include "arrow_internal.hpp"
 
 #include "alloc/host_memory.hpp"
 
 #include <arrow/api.h>
+#include <arrow/compute/api.h>
 #include <arrow/io/file.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/ipc/writer.h>
@@ -25,10 +24,6 @@
 
 namespace mgjoin::cli {
 namespace fs = std::filesystem;
-
-struct ArrowType {
-  std::shared_ptr<arrow::DataType> type;
-};
 
 void expect_arrow_formats(const std::string&) {}
 
@@ -75,34 +70,6 @@ std::shared_ptr<arrow::DataType> arrow_type_of(DType t) {
     case DType::Float32: return arrow::float32();
     case DType::Float64: return arrow::float64();
     default: return arrow::boolean();
-  }
-}
-
-/// Arrow's messages may span lines; the CLI's errors are one.
-std::string one_line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  for (std::size_t at; (at = text.find('\n')) != std::string::npos;) text.replace(at, 1, "; ");
-  return text;
-}
-
-template <class T>
-T value_or_throw(arrow::Result<T> r, const std::string& what) {
-  if (!r.ok()) throw InputError(what + ": " + one_line(r.status().message()));
-  return std::move(r).ValueOrDie();
-}
-void ok_or_throw(const arrow::Status& s, const std::string& what) {
-  if (!s.ok()) throw InputError(what + ": " + one_line(s.message()));
-}
-
-/// Arrow's and Parquet's own exceptions (a corrupt footer) as one line naming the file.
-template <class F>
-auto naming_file(const fs::path& file, F&& f) {
-  try {
-    return f();
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError(file.string() + ": " + one_line(e.what()));
   }
 }
 
@@ -179,6 +146,12 @@ void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* 
     for (std::int64_t i = 0; i < n; ++i) valid[at + i] = array.IsValid(i);
 }
 
+/// The Parquet leaf columns of `field` (itself, or a nested column's leaves).
+void add_leaves(const parquet::arrow::SchemaField& field, std::vector<int>& leaves) {
+  if (field.column_index >= 0) leaves.push_back(field.column_index);
+  for (const auto& child : field.children) add_leaves(child, leaves);
+}
+
 /// The columns `names` (not partition columns) of one file, in that order.
 std::vector<std::shared_ptr<arrow::ChunkedArray>> read_file_columns(const fs::path& file, TableFormat format,
                                                                     const std::vector<std::string>& names) {
@@ -196,13 +169,9 @@ std::vector<std::shared_ptr<arrow::ChunkedArray>> read_file_columns(const fs::pa
       std::unique_ptr<parquet::arrow::FileReader> reader = value_or_throw(builder.Build(), what);
       std::shared_ptr<arrow::Schema> schema;
       ok_or_throw(reader->GetSchema(&schema), what);
-      std::vector<int> leaves;
-      for (const std::string& n : names) {
-        const int field = schema->GetFieldIndex(n);
-        const int leaf = reader->manifest().schema_fields[static_cast<std::size_t>(field)].column_index;
-        if (leaf < 0) throw InputError(what + ": column " + n + " is nested (" + type_text(*schema->field(field)->type()) + "), which mgjoin cannot join");
-        leaves.push_back(leaf);
-      }
+      std::vector<int> leaves;  // a nested column's every leaf
+      for (const std::string& n : names)
+        add_leaves(reader->manifest().schema_fields[static_cast<std::size_t>(schema->GetFieldIndex(n))], leaves);
 #if ARROW_VERSION_MAJOR >= 24  // the Status form is deprecated there; older Arrow has only it
       const std::shared_ptr<arrow::Table> table = value_or_throw(reader->ReadTable(leaves), what);
 #else
@@ -225,6 +194,17 @@ std::vector<std::shared_ptr<arrow::ChunkedArray>> read_file_columns(const fs::pa
       out.push_back(std::make_shared<arrow::ChunkedArray>(chunks[i], reader->schema()->GetFieldByName(names[i])->type()));
     return out;
   });
+}
+
+/// A column's info: its storage, or how a column without storage goes (gathered, dictionary key).
+ArrowColumnInfo column_info(const std::string& name, const std::shared_ptr<arrow::DataType>& type, bool partition) {
+  ArrowColumnInfo c{name, storage_of(*type), false, "", type_text(*type) + (partition ? " (partition)" : ""),
+                    std::make_shared<ArrowType>(ArrowType{type}), partition};
+  if (!c.storage) {
+    c.gathered = takes(decoded(type));
+    c.dictionary_key = dictionary_key_family(*decoded(type));
+  }
+  return c;
 }
 
 }  // namespace
@@ -286,95 +266,155 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
       part_is_int[name] = part_is_int[name] && is_int;
     }
   }
-  for (const auto& f : first->fields())
-    t.columns.push_back({f->name(), storage_of(*f->type()), type_text(*f->type()),
-                         std::make_shared<ArrowType>(ArrowType{f->type()}), false});
+  for (const auto& f : first->fields()) t.columns.push_back(column_info(f->name(), f->type(), false));
   for (const auto& [name, value] : first_parts) {
     if (first->GetFieldByName(name))
       throw InputError(where + ": partition folder " + name + "=" + value + " names a column the files hold too");
-    const bool is_int = part_is_int[name];
-    t.columns.push_back({name, is_int ? std::optional<DType>(DType::Int64) : std::nullopt,
-                         is_int ? "int64 (partition)" : "string (partition)",
-                         std::make_shared<ArrowType>(ArrowType{is_int ? arrow::int64() : arrow::utf8()}), true});
+    t.columns.push_back(column_info(name, part_is_int[name] ? arrow::int64() : arrow::utf8(), true));
   }
   return t;
 }
 
-std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& t, const std::vector<std::string>& names,
-                                           MemoryKind memory) {
+namespace {
+
+/// Bytes a row of a column takes decoded: its storage and validity; in Arrow's form, a fixed-width type's
+/// width, else a guess of 16 (the check is to fail early, not to account for every byte).
+std::uint64_t row_bytes(const ArrowColumnInfo& c) {
+  if (c.storage) return dtype_size(*c.storage) + 1;
+  const auto* fixed = dynamic_cast<const arrow::FixedWidthType*>(decoded(c.type->type).get());
+  return fixed && fixed->bit_width() >= 8 ? static_cast<std::uint64_t>(fixed->bit_width() / 8 + 1) : 16;
+}
+
+/// Refuses a column neither the engine nor Arrow's Take takes, and checks that host memory holds the
+/// columns and Arrow's decoded copy of the largest file beside them.
+void expect_readable(const ArrowTableSource& t, const std::vector<std::string>& names) {
   const std::string where = t.option + " " + t.path.string();
   std::uint64_t bytes = 0, largest_file = 0;
-  std::vector<std::string> file_columns;  // the names the files hold (not partitions)
   for (const std::string& n : names) {
     const ArrowColumnInfo* c = t.find(n);
     if (!c) throw InputError(where + ": no column " + n);
-    if (!c->storage)
+    if (!c->storage && !c->gathered)
       throw InputError(where + ": column " + n + " is " + c->type_name +
-                       ", which mgjoin cannot join or carry (numbers, bool, dates, times and timestamps; leave it out with --" +
-                       t.option.substr(2) + "-columns)");
-    bytes += static_cast<std::uint64_t>(t.rows) * (dtype_size(*c->storage) + 1);  // values, and validity at worst
-    if (!c->partition) file_columns.push_back(n);
+                       ", which mgjoin cannot join or carry (leave it out with --" + t.option.substr(2) + "-columns)");
+    bytes += static_cast<std::uint64_t>(t.rows) * row_bytes(*c);
   }
   for (std::size_t f = 0; f < t.files.size(); ++f)
     largest_file = std::max<std::uint64_t>(largest_file, static_cast<std::uint64_t>(t.file_rows[f]) * bytes /
                                                              std::max<std::uint64_t>(1, static_cast<std::uint64_t>(t.rows)));
-  // The columns, and Arrow's decoded copy of the largest file beside them.
   alloc::expect_host_memory(bytes + largest_file, "reading " + std::to_string(names.size()) + " column(s) of " +
                                                       std::to_string(t.rows) + " rows from " + t.path.string());
-  std::vector<ReadColumn> out(names.size());
-  std::vector<HostColumn> valid(names.size());
-  std::vector<bool> any_null(names.size(), false);
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    out[i].values = HostColumn::allocate(*t.find(names[i])->storage, t.rows, memory);
-    valid[i] = HostColumn::allocate(DType::Bool, t.rows);
+}
+
+/// A partition column's value in one file's folders, nullopt for the hive's null.
+std::optional<std::string> partition_value(const std::vector<std::pair<std::string, std::string>>& parts,
+                                           const std::string& name) {
+  for (const auto& p : parts)
+    if (p.first == name) return p.second == kHiveNull ? std::nullopt : std::optional<std::string>(p.second);
+  return std::nullopt;
+}
+
+/// The columns being read: host columns of storage, or Arrow chunks of the columns without.
+struct ReadState {
+  const ArrowTableSource& t;
+  const std::vector<std::string>& names;
+  std::vector<ReadColumn> out;
+  std::vector<HostColumn> valid;
+  std::vector<bool> any_null;
+  std::vector<std::vector<std::shared_ptr<arrow::Array>>> chunks;  ///< per column in Arrow's form
+  std::int64_t at = 0;                                             ///< the file's first row
+
+  /// One file's rows of partition column `i`.
+  void add_partition(std::size_t i, const std::optional<std::string>& value, std::int64_t rows) {
+    const ArrowColumnInfo& info = *t.find(names[i]);
+    if (!info.storage) {
+      const auto type = decoded(info.type->type);
+      chunks[i].push_back(value ? value_or_throw(arrow::MakeArrayFromScalar(arrow::StringScalar(*value), rows), names[i])
+                                : value_or_throw(arrow::MakeArrayOfNull(type, rows), names[i]));
+      return;
+    }
+    std::int64_t v = 0;
+    if (value) std::from_chars(value->data(), value->data() + value->size(), v);
+    std::fill(out[i].values.as<std::int64_t>() + at, out[i].values.as<std::int64_t>() + at + rows, v);
+    std::fill(valid[i].as<bool>() + at, valid[i].as<bool>() + at + rows, value.has_value());
+    any_null[i] = any_null[i] || (!value && rows > 0);
   }
-  std::int64_t at = 0;
-  for (std::size_t f = 0; f < t.files.size(); ++f) {
+
+  /// One file's chunks of file column `i`.
+  void add_chunks(std::size_t i, const arrow::ChunkedArray& column, const fs::path& file) {
+    const ArrowColumnInfo& info = *t.find(names[i]);
+    std::int64_t row = at;
+    for (const auto& chunk : column.chunks()) {
+      if (!info.storage) {  // a dictionary decoded: files may hold different dictionaries, or none
+        chunks[i].push_back(chunk->type_id() != arrow::Type::DICTIONARY ? chunk
+                            : naming_file(file, [&] {
+                                return value_or_throw(arrow::compute::Cast(*chunk, decoded(info.type->type)),
+                                                      file.string() + ": column " + names[i]);
+                              }));
+        continue;
+      }
+      naming_file(file, [&] { copy_chunk(*chunk, *info.storage, static_cast<std::byte*>(out[i].values.data()), valid[i].as<bool>(), row); });
+      any_null[i] = any_null[i] || chunk->null_count() > 0;
+      row += chunk->length();
+    }
+  }
+
+  /// Reads file `f`.
+  void read_file(std::size_t f, const std::vector<std::string>& file_columns) {
     const fs::path& file = t.files[f];
     const auto chunked = read_file_columns(file, t.format, file_columns);
     const auto parts = partitions_of(fs::is_directory(t.path) ? t.path : t.path.parent_path(), file);
     std::size_t next_file_column = 0;
     for (std::size_t i = 0; i < names.size(); ++i) {
-      const ArrowColumnInfo& info = *t.find(names[i]);
-      auto* dst = static_cast<std::byte*>(out[i].values.data());
-      bool* ok = valid[i].as<bool>();
-      if (info.partition) {
-        std::string value;
-        for (const auto& p : parts)
-          if (p.first == names[i]) value = p.second;
-        const bool is_null = value == kHiveNull;
-        std::int64_t v = 0;
-        if (!is_null) std::from_chars(value.data(), value.data() + value.size(), v);
-        std::fill(reinterpret_cast<std::int64_t*>(dst) + at, reinterpret_cast<std::int64_t*>(dst) + at + t.file_rows[f], v);
-        std::fill(ok + at, ok + at + t.file_rows[f], !is_null);
-        any_null[i] = any_null[i] || (is_null && t.file_rows[f] > 0);
+      if (t.find(names[i])->partition) {
+        add_partition(i, partition_value(parts, names[i]), t.file_rows[f]);
         continue;
       }
       const auto& column = chunked[next_file_column++];
       if (column->length() != t.file_rows[f])
-        throw InputError(where + ": " + file.string() + ": column " + names[i] + " has " + std::to_string(column->length()) +
-                         " rows, the file's footer says " + std::to_string(t.file_rows[f]));
-      std::int64_t row = at;
-      for (const auto& chunk : column->chunks()) {
-        naming_file(file, [&] { copy_chunk(*chunk, *info.storage, dst, ok, row); });
-        any_null[i] = any_null[i] || chunk->null_count() > 0;
-        row += chunk->length();
-      }
+        throw InputError(t.option + " " + t.path.string() + ": " + file.string() + ": column " + names[i] + " has " +
+                         std::to_string(column->length()) + " rows, the file's footer says " + std::to_string(t.file_rows[f]));
+      add_chunks(i, *column, file);
     }
     at += t.file_rows[f];
   }
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (any_null[i]) out[i].valid = std::move(valid[i]);
-  return out;
-}
+};
 
-namespace {
+}  // namespace
+
+std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& t, const std::vector<std::string>& names,
+                                           MemoryKind memory) {
+  expect_readable(t, names);
+  initialize_arrow_compute();  // a dictionary's values decoded by Cast
+  ReadState read{t, names, std::vector<ReadColumn>(names.size()), std::vector<HostColumn>(names.size()),
+                 std::vector<bool>(names.size(), false), std::vector<std::vector<std::shared_ptr<arrow::Array>>>(names.size())};
+  std::vector<std::string> file_columns;  // the names the files hold (not partitions)
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const ArrowColumnInfo& info = *t.find(names[i]);
+    if (!info.partition) file_columns.push_back(names[i]);
+    if (!info.storage) continue;
+    read.out[i].values = HostColumn::allocate(*info.storage, t.rows, memory);
+    read.valid[i] = HostColumn::allocate(DType::Bool, t.rows);
+  }
+  for (std::size_t f = 0; f < t.files.size(); ++f) read.read_file(f, file_columns);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto type = decoded(t.find(names[i])->type->type);
+    if (!t.find(names[i])->storage && read.chunks[i].empty())  // no rows: one empty chunk, which Take takes
+      read.chunks[i].push_back(value_or_throw(arrow::MakeArrayOfNull(type, 0), names[i]));
+    if (!t.find(names[i])->storage)
+      read.out[i].arrow = std::make_shared<ArrowColumn>(ArrowColumn{std::make_shared<arrow::ChunkedArray>(read.chunks[i], type)});
+    else if (read.any_null[i])
+      read.out[i].valid = std::move(read.valid[i]);
+  }
+  return std::move(read.out);
+}
 
 std::shared_ptr<arrow::Buffer> bitmap_of(const bool* bits, std::int64_t n) {
   auto buffer = value_or_throw(arrow::AllocateBitmap(n), "output");
   for (std::int64_t i = 0; i < n; ++i) arrow::bit_util::SetBitTo(buffer->mutable_data(), i, bits[i]);
   return buffer;
 }
+
+namespace {
 
 std::shared_ptr<arrow::Array> array_of(const OutputColumn& c) {
   std::shared_ptr<arrow::DataType> type = c.type ? decoded(c.type->type) : nullptr;
@@ -404,9 +444,9 @@ StagedColumnFile stage_arrow_file(const fs::path& final_path, std::span<const Ou
   const fs::path temp = final_path.parent_path() / temp_name;
   StagedColumnFile staged(final_path, temp);  // from here on, a failure removes the temp file
   std::vector<std::shared_ptr<arrow::Field>> fields;
-  std::vector<std::shared_ptr<arrow::Array>> arrays;
+  std::vector<std::shared_ptr<arrow::ChunkedArray>> arrays;
   for (const OutputColumn& c : columns) {
-    arrays.push_back(array_of(c));
+    arrays.push_back(c.arrow ? c.arrow->data : std::make_shared<arrow::ChunkedArray>(array_of(c)));
     fields.push_back(arrow::field(c.name, arrays.back()->type(), true));
   }
   const auto table = arrow::Table::Make(arrow::schema(fields), arrays);
