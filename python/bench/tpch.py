@@ -14,9 +14,11 @@ Each system runs each join in two modes and two forms:
   pyarrow Tables; DuckDB on the same Tables registered; Polars on pl.from_arrow of them; pyarrow's
   Table.join on them, their string_view columns cast to string first since its join has no kernel for
   view types). Conversions are made once, before the timing.
-- end-to-end: from the Parquet files, the reading timed too: pq.read_table then mgjoin.join (the mgjoin CLI
-  reads .npy and raw files only, not Parquet: Python is its Parquet route); DuckDB's read_parquet in SQL;
-  Polars' scan_parquet; pq.read_table then Table.join. A count reads only the key columns.
+- end-to-end: from the Parquet files, the reading timed too: pq.read_table then mgjoin.join; the mgjoin CLI
+  (system mgjoin-cli, end-to-end only: `mgjoin join --r L.parquet --s R.parquet ... --out-dir D --format
+  parquet`, a process per run, its start-up included; skipped where the CLI was built without Parquet);
+  DuckDB's read_parquet in SQL; Polars' scan_parquet; pq.read_table then Table.join. A count reads only the
+  key columns.
 - count: the number of output rows; materialized: every column of both tables in memory (a pyarrow.Table;
   a DataFrame for Polars).
 Times are wall seconds of the call: one warm-up (--warmup) then the median of --repeat runs, one system
@@ -49,7 +51,7 @@ JOINS = {  # name: (left table, right table, left key, right key)
     "orders-customer": ("orders", "customer", "o_custkey", "c_custkey"),
 }
 TABLES = ("lineitem", "orders", "customer")
-SYSTEMS = ("mgjoin", "duckdb", "polars", "pyarrow")
+SYSTEMS = ("mgjoin", "mgjoin-cli", "duckdb", "polars", "pyarrow")
 MODES = ("join-only", "end-to-end")
 FORMS = ("count", "materialized")
 
@@ -207,6 +209,64 @@ def mgjoin_calls(tables: dict, paths: dict, gpus: Any, side: dict) -> tuple[Call
     return calls, (engine.close if engine else lambda: None)
 
 
+def cli_binary(root: str, given: str | None) -> str:
+    """The mgjoin CLI to time: --mgjoin-cli, else this tree's build/mgjoin (the one built with Parquet)."""
+    binary = given or os.path.join(root, "build", "mgjoin")
+    if not os.access(binary, os.X_OK):
+        raise ImportError(f"no mgjoin CLI at {binary} (--mgjoin-cli names one)")
+    return binary
+
+
+def cli_reads_parquet(binary: str, scratch: str) -> bool:
+    """Whether the CLI reads Parquet: a 1-row self-join on the CPU path (a CLI built without Arrow refuses
+    the path in one line)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    probe = os.path.join(scratch, "probe.parquet")
+    pq.write_table(pa.table({"k": pa.array([1], pa.int64())}), probe)
+    done = subprocess.run([binary, "join", "--r", probe, "--s", probe, "--r-key", "k", "--s-key", "k", "--count",
+                           "--gpus", "0"], capture_output=True, text=True)
+    return done.returncode == 0
+
+
+def cli_output_as_inputs(out: Any, schema: Any, lk: str, rk: str) -> Any:
+    """The CLI's output (columns key, r.<name>, s.<name>) named and ordered as the inputs' columns, both
+    keys from its one key column (an inner join's keys are equal), for the checksums."""
+    columns = {name[2:] if name[:2] in ("r.", "s.") else name: out.column(name) for name in out.column_names}
+    columns[lk] = columns[rk] = columns.pop("key")
+    return out.from_arrays([columns[f.name] for f in schema], schema=schema)
+
+
+def mgjoin_cli_calls(paths: dict, gpus: Any, binary: str, scratch: str, side: dict) -> tuple[Callable, Callable]:
+    """The CLI from the Parquet files: a count, or every column to a Parquet file read back (the read not
+    timed: the output is on disk when the process ends, as DuckDB's COPY would leave it)."""
+    import pyarrow.parquet as pq
+
+    device = [] if gpus is None else ["--gpus", str(gpus)]
+
+    def calls(left: str, right: str, lk: str, rk: str, mode: str, form: str) -> Callable[[], Any] | None:
+        if mode == "join-only":
+            return None  # a process joins files: the tables in memory are Python's
+        base = [binary, "join", "--r", paths[left], "--s", paths[right], "--r-key", lk, "--s-key", rk, "--json", *device]
+
+        def run() -> Any:
+            out_dir = os.path.join(scratch, "out")
+            shutil.rmtree(out_dir, ignore_errors=True)
+            cmd = base + (["--count"] if form == "count" else ["--out-dir", out_dir, "--format", "parquet"])
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
+            info = json.loads(done.stdout)
+            side.setdefault("engine_seconds", []).append(info["seconds"])
+            side["executor"], side["strategy"] = info["executor"], info["strategy"]
+            if form == "count":
+                return int(info["count"])
+            return pq.read_table(out_dir)
+        return run
+    return calls, lambda: shutil.rmtree(scratch, ignore_errors=True)
+
+
 def duckdb_calls(tables: dict, paths: dict, threads: int) -> tuple[Callable, Callable]:
     import duckdb
 
@@ -305,6 +365,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of every system (default all cores)")
     parser.add_argument("--gpus", type=int, default=None, help="mgjoin's GPUs (default all; none: the CPU path)")
+    parser.add_argument("--mgjoin-cli", help="the mgjoin CLI of system mgjoin-cli (default: build/mgjoin)")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--joins", default=",".join(JOINS))
     parser.add_argument("--modes", default=",".join(MODES))
@@ -354,9 +415,21 @@ def main() -> None:
 
         if gpus is None and not mgjoin.topology()["gpus"]:
             gpus = 0
-        print(f"mgjoin on {'the CPU path (no GPU)' if gpus == 0 else 'GPUs: %s' % (gpus or 'all')}; its CLI reads "
-              ".npy and raw files only, not Parquet: end-to-end is pq.read_table then mgjoin.join", flush=True)
+        print(f"mgjoin on {'the CPU path (no GPU)' if gpus == 0 else 'GPUs: %s' % (gpus or 'all')}; end-to-end "
+              "is pq.read_table then mgjoin.join (mgjoin-cli: the CLI on the Parquet files)", flush=True)
+    def cli_maker() -> tuple[Callable, Callable]:
+        import tempfile
+
+        binary = cli_binary(root, args.mgjoin_cli)
+        scratch = tempfile.mkdtemp(prefix="mgjoin-tpch-cli-")
+        if not cli_reads_parquet(binary, scratch):
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise ImportError(f"{binary} was built without Parquet")
+        versions["mgjoin-cli"] = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+        return mgjoin_cli_calls(paths, gpus, binary, scratch, side)
+
     makers = {"mgjoin": lambda: mgjoin_calls(tables, paths, gpus, side),
+              "mgjoin-cli": cli_maker,
               "duckdb": lambda: duckdb_calls(tables, paths, args.threads),
               "polars": lambda: polars_calls(tables, paths),
               "pyarrow": lambda: pyarrow_calls(tables, paths)}
@@ -371,7 +444,8 @@ def main() -> None:
             print(f"{s}: skipped ({e})", flush=True)
             systems.remove(s)
             continue
-        versions[s] = sys.modules[s].__version__
+        if s != "mgjoin-cli":  # the CLI's version: cli_maker's
+            versions[s] = sys.modules[s].__version__
         try:
             for join in joins:
                 left, right, lk, rk = JOINS[join]
@@ -379,10 +453,16 @@ def main() -> None:
                 for mode in modes:
                     for form in FORMS:
                         side.clear()
+                        call = calls(left, right, lk, rk, mode, form)
+                        if call is None:
+                            continue
                         inspect = None
                         if s == "mgjoin" and form == "materialized" and checker:
                             inspect = lambda out, what=f"{mode} materialized": checker.check(join, what, schema, out)
-                        r = measure(calls(left, right, lk, rk, mode, form), args.repeat, args.warmup, inspect)
+                        elif s == "mgjoin-cli" and form == "materialized" and checker:
+                            inspect = lambda out, what="CLI end-to-end materialized", lk=lk, rk=rk: checker.check(
+                                join, what, schema, cli_output_as_inputs(out, schema, lk, rk))
+                        r = measure(call, args.repeat, args.warmup, inspect)
                         for key in ("engine_seconds", "read_seconds"):
                             if key in side:  # the timed runs', the warm-ups' left out
                                 r[key.replace("_seconds", "_median")] = statistics.median(side[key][args.warmup:] or side[key])
