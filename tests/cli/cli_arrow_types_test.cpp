@@ -241,7 +241,7 @@ TEST_F(CliArrowTypes, KeysOfBinaryDecimalAndFixedSizeBinaryAndADictionary) {
     c.r_on = c.s_on = {"k"};
     c.r_cols = {"i"};
     c.s_cols = {"j"};
-    for (const std::string& how : {"inner", "full", "anti"}) {
+    for (const char* how : {"inner", "full", "anti"}) {
       c.how = how;
       SCOPED_TRACE(r_key->type()->ToString() + " " + how);
       if (r_key->type_id() == arrow::Type::DICTIONARY) {  // the reference compares the dictionary's values
