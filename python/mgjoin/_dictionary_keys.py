@@ -28,6 +28,9 @@ from ._tables import _STORAGE_BITS, VALID_SUFFIX, Column, _pyarrow
 
 # The most values a dictionary may hold for int32 codes; past it the codes are int64 (a test lowers it).
 INT32_CODES = 2**31 - 1
+# The most bytes of values one string or binary array of 32-bit offsets holds: a decoded column of these
+# types past it is made of chunks that each hold no more (a test lowers it).
+OFFSET32_BYTES = 2**31 - 1
 
 
 def _values_type(t: Any) -> Any:
@@ -67,18 +70,21 @@ def comparable(left: Any, right: Any) -> bool:
 
 
 def _value_type(types: list[Any]) -> Any:
-    """The type the dictionary of keys of `types` holds (all of one kind, checked by join()): theirs where
-    they are one type pyarrow's hash kernels take, else one that holds each of them (views and mixed
-    offset widths as the large type, decimals of one scale at the largest precision)."""
+    """The type the dictionary of keys of `types` holds (all of one kind, checked by join()): strings and
+    binaries of any layout as the large type (64-bit offsets: the distinct values of both sides, and each
+    side's before them, may pass the 2 GiB that 32-bit offsets hold, whatever the inputs' types),
+    fixed_size_binary of one width as it is, decimals of one scale at the largest precision."""
     pa = _pyarrow()
     values = [_values_type(t) for t in types]
     first = values[0]
     if pa.types.is_decimal(first):  # decimal32/64 have no hash kernels: 128 bits at least
         precision = max(t.precision for t in values)
         return (pa.decimal128 if precision <= 38 else pa.decimal256)(precision, first.scale)
-    if all(t == first for t in values) and str(first) not in ("string_view", "binary_view"):
-        return first
-    return pa.large_string() if _is_text(first) else pa.large_binary()
+    if _is_text(first):
+        return pa.large_string()
+    if all(t == first for t in values) and not _is_bytes(first):
+        return first  # fixed_size_binary, both sides of one width
+    return pa.large_binary()
 
 
 def _arrow_of(column: Column) -> Any:
@@ -112,7 +118,7 @@ def encode_keys(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column]
     pa = _pyarrow()
     import pyarrow.compute as pc
 
-    for pair in zip(*keys):  # the engine refuses a column named twice: each column is in one pair
+    for pair in zip(*keys):  # join() refuses a column named twice: each column is in one pair
         sides = ((0, pair[0]), (1, pair[1]))
         columns = [meta[side][name] for side, name in sides]
         if not any(takes(_key_type(c)) for c in columns):
@@ -139,17 +145,48 @@ def encode_keys(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column]
 def decoded(column: Column, array: Any, other: Optional[Column] = None) -> Any:
     """An output column made of `column`'s values in `array` (gathered by the engine or pyarrow): as they
     are, or a dictionary key's codes decoded to the input's type. For a key both sides share, `other` is
-    the right side's column, and a type that holds both sides' values is taken where theirs differ (the
+    the right side's column, and a type that holds both sides' values is taken where theirs differ (their
+    values' type where that is one, as string for a category of strings and strings, else the
     dictionary's: large_string for string and string_view, the larger precision of two decimals)."""
     if column.dictionary is None:
         return array
     pa = _pyarrow()
     arrow_type = column.decoded_type
     if other is not None and other.decoded_type != arrow_type:
-        arrow_type = column.dictionary.type
-    values = column.dictionary.take(array)
-    if values.type == arrow_type:
-        return values
+        left, right = _values_type(arrow_type), _values_type(other.decoded_type)
+        same = left == right and str(left) not in ("string_view", "binary_view")
+        arrow_type = left if same else column.dictionary.type  # a category of strings and strings: string
     if pa.types.is_dictionary(arrow_type):  # pandas categories: encoded again, as the input had them
-        return values.cast(arrow_type.value_type).cast(arrow_type)
-    return values.cast(arrow_type)
+        return _taken(column.dictionary, array, arrow_type.value_type).cast(arrow_type)
+    return _taken(column.dictionary, array, arrow_type)
+
+
+def _taken(dictionary: Any, codes: Any, arrow_type: Any) -> Any:
+    """``dictionary.take(codes)`` cast to `arrow_type`. The dictionary's strings and binaries are of the
+    large type; an output of 32-bit offsets (string, binary) whose values pass OFFSET32_BYTES keeps the
+    input's type and is made of chunks, each taken from the dictionary on its own (its offsets from 0)
+    and cast: a cast of the whole would fail past 2 GiB."""
+    pa = _pyarrow()
+    pieces = []
+    for part in (codes.chunks if isinstance(codes, pa.ChunkedArray) else [codes]):
+        values = dictionary.take(part)
+        if values.type == arrow_type:
+            pieces.append(values)
+            continue
+        if not (pa.types.is_string(arrow_type) or pa.types.is_binary(arrow_type)):
+            pieces.append(values.cast(arrow_type))
+            continue
+        offsets = np.frombuffer(values.buffers()[1], dtype=np.int64, count=len(values) + 1,
+                                offset=values.offset * 8)
+        if offsets[-1] - offsets[0] <= OFFSET32_BYTES:
+            pieces.append(values.cast(arrow_type))
+            continue
+        start = 0
+        while start < len(values):  # a single value fits: the input's column of this type held it
+            end = max(int(np.searchsorted(offsets, offsets[start] + OFFSET32_BYTES, side="right")) - 1, start + 1)
+            pieces.append(dictionary.take(part.slice(start, end - start)).cast(arrow_type))
+            start = end
+        del values, offsets
+    if len(pieces) == 1 and not isinstance(codes, pa.ChunkedArray):
+        return pieces[0]
+    return pa.chunked_array(pieces, type=arrow_type)

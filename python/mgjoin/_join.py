@@ -57,17 +57,26 @@ def _names(value: Union[str, Sequence[str], None], what: str, may_be_empty: bool
 
 
 def _key_names(on: Any, left_on: Any, right_on: Any) -> tuple[list[str], list[str]]:
+    """The key names of each side; a column named twice is refused here, before the engine (which refuses
+    it too) sees the keys: a string key is encoded first, and one column twice is one column to encode."""
     if on is not None:
         if left_on is not None or right_on is not None:
             raise ValueError("give either on= or left_on= and right_on=, not both")
-        names = _names(on, "on")
+        names = _unique(_names(on, "on"), "on")
         return names, list(names)
     if left_on is None or right_on is None:
         raise ValueError("give the key column(s): on= (the same names in both tables) or left_on= and right_on=")
     left, right = _names(left_on, "left_on"), _names(right_on, "right_on")
     if len(left) != len(right):
         raise ValueError(f"left_on names {len(left)} column(s) but right_on names {len(right)}")
-    return left, right
+    return _unique(left, "left_on"), _unique(right, "right_on")
+
+
+def _unique(names: list[str], what: str) -> list[str]:
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise ValueError(f"{what} names {name!r} twice")
+    return names
 
 
 def _suffixes(suffixes: Any) -> tuple[str, str]:
@@ -313,7 +322,8 @@ def join(
     binaries, decimal128/256, categories, nested types) are gathered by pyarrow. Key columns of strings and
     binaries (any offsets or views, NumPy ``S`` and ``U`` arrays, pandas object and str columns, categories
     of them), decimal128/256 and fixed_size_binary of other widths join through the integer codes of a
-    dictionary of both sides' values (exact). Every output column keeps its Arrow type. Columns the join does not use are never read. The inputs are never modified.
+    dictionary of both sides' values (exact). Every output column keeps its Arrow type. Columns the join
+    does not use are never read. The inputs are never modified.
 
     Example::
 

@@ -156,19 +156,24 @@ def _storage_type(pa: Any, t: Any) -> Any:
     raise UnsupportedType(f"unsupported type {t} ({KEY_TYPES})")
 
 
+def _one_chunk(pa: Any, array: Any) -> Any:
+    """A ChunkedArray of a type the engine takes as one Array: a copy where it has several chunks (the
+    engine takes one buffer per column)."""
+    if array.num_chunks == 1:
+        return array.chunk(0)
+    if array.num_chunks == 0:
+        return pa.array([], type=array.type)
+    return array.combine_chunks()
+
+
 def _from_arrow(array: Any, what: str) -> Column:
     pa = _pyarrow()
-    if isinstance(array, pa.ChunkedArray):
-        if array.num_chunks == 1:
-            array = array.chunk(0)
-        elif array.num_chunks == 0:
-            array = pa.array([], type=array.type)
-        else:
-            array = array.combine_chunks()  # a copy: the engine takes one buffer per column
-    try:
+    try:  # before combining chunks: a type the engine does not take stays as it is (no copy, no overflow)
         storage = _storage_type(pa, array.type)
     except UnsupportedType as e:
         raise UnsupportedType(f"{what}: {e}") from None
+    if isinstance(array, pa.ChunkedArray):
+        array = _one_chunk(pa, array)
     arrow_type = array.type if storage is not None else None
     if storage is not None:
         array = array.view(storage)

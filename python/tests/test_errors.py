@@ -107,6 +107,18 @@ def test_duplicate_and_non_string_column_names():
     assert join(pd.DataFrame({"k": K, 0: K}), {"k": K}, left_columns=[]).column_names == ["k"]
 
 
+@pytest.mark.parametrize("key", [pa.array(["x", "y"]), pa.array([1, 2])])
+def test_a_key_column_named_twice_is_refused_before_it_is_read(key):
+    left = pa.table({"a": key})
+    right = pa.table({"b": key, "c": key.take([1, 0])})
+    with pytest.raises(ValueError, match="^left_on names 'a' twice$"):
+        join(left, right, on=None, left_on=["a", "a"], right_on=["b", "c"])
+    with pytest.raises(ValueError, match="^right_on names 'b' twice$"):
+        join(right, right, on=None, left_on=["b", "c"], right_on=["b", "b"], how="right_semi")
+    with pytest.raises(ValueError, match="^on names 'a' twice$"):
+        join(left, left, on=["a", "a"])
+
+
 def test_a_missing_gpu_is_an_error_naming_the_argument():
     with pytest.raises(ValueError, match=r"^gpus: (GPU 64 does not exist|GPUs were asked for but no CUDA GPU)"):
         mgjoin.join({"k": K}, {"k": K}, on="k", gpus=[64])

@@ -359,6 +359,71 @@ def test_int64_codes_past_the_int32_dictionary_limit(rng, where, monkeypatch):
         check([left, rng.integers(0, 2, 300)], [right, rng.integers(0, 2, 200)], how, where, nulls_equal=True)
 
 
+def test_chunked_string_keys_and_payloads_are_not_combined(rng, where, monkeypatch):
+    from mgjoin import _tables
+
+    combined = []
+    one_chunk = _tables._one_chunk
+    monkeypatch.setattr(_tables, "_one_chunk", lambda pa_, array: combined.append(array.type) or one_chunk(pa_, array))
+    pool = random_strings(rng, 40, 0, 12)
+    left_keys = drawn(rng, pool, 300, 0, 30, null_share=0.1)
+    right_keys = drawn(rng, pool, 200, 10, 40)
+    payload = drawn(rng, pool, 300, 0, 40, null_share=0.1)
+    parts = (0, 90, 90, 210, 300)  # an empty chunk among them
+
+    def chunked(values, typ, bounds):
+        return pa.chunked_array([pa.array(values[a:b], typ) for a, b in zip(bounds, bounds[1:])], typ)
+
+    left = pa.table({"k": left_keys, "s": payload, "v": np.arange(300)})
+    right = pa.table({"k": pa.array(right_keys, pa.large_string()), "w": np.arange(200)})
+    left_chunked = pa.table({"k": chunked(left_keys, pa.string(), parts), "s": chunked(payload, pa.string(), parts),
+                             "v": chunked(np.arange(300), pa.int64(), parts)})
+    right_chunked = pa.table({"k": chunked(right_keys, pa.large_string(), (0, 120, 200)), "w": np.arange(200)})
+    for how in HOWS:
+        want = mgjoin.join(left, right, on="k", how=how, **where)
+        combined.clear()
+        got = mgjoin.join(left_chunked, right_chunked, on="k", how=how, **where)
+        assert got.schema == want.schema, how
+        assert got.to_pylist() == want.to_pylist(), how
+        assert all(pa.types.is_integer(t) for t in combined), combined  # the int64 payload only, never strings
+
+
+def test_the_dictionary_is_of_the_large_types_and_decodes_to_the_inputs(monkeypatch):
+    from mgjoin import _dictionary_keys, _tables
+
+    for small, large in ((pa.string(), pa.large_string()), (pa.binary(), pa.large_binary())):
+        for types in ([small, small], [small, large], [pa.dictionary(pa.int32(), small), small]):
+            assert _dictionary_keys._value_type(types) == large
+        left = _tables.Column(None, arrow=pa.chunked_array([pa.array([b"a", b"bb", None], small)] * 2))
+        right = _tables.Column(None, arrow=pa.array([b"bb", b"ccc"], small))
+        meta = ({"k": left}, {"k": right})
+        _dictionary_keys.encode_keys((["k"], ["k"]), meta, ({}, {}))
+        assert meta[0]["k"].dictionary.type == large
+        # An output of 32-bit offsets past OFFSET32_BYTES is chunks of the input's type, each within it.
+        monkeypatch.setattr(_dictionary_keys, "OFFSET32_BYTES", 4)
+        codes = pa.array(meta[0]["k"].values, mask=~meta[0]["k"].valid)
+        want = pa.array([b"a", b"bb", None] * 2, small).to_pylist()
+        out = _dictionary_keys.decoded(meta[0]["k"], codes)
+        assert out.type == small and isinstance(out, pa.ChunkedArray)
+        assert out.to_pylist() == want
+        assert all(len(c.buffers()[2] or b"") <= 4 for c in out.chunks if c.null_count < len(c)), out
+        monkeypatch.setattr(_dictionary_keys, "OFFSET32_BYTES", 2**31 - 1)
+        out = _dictionary_keys.decoded(meta[0]["k"], codes)
+        assert out.type == small and isinstance(out, pa.Array) and out.to_pylist() == want
+
+
+def test_lowered_offset_limit_joins_as_the_references_do(rng, where, monkeypatch):
+    from mgjoin import _dictionary_keys
+
+    monkeypatch.setattr(_dictionary_keys, "OFFSET32_BYTES", 50)  # decoded string keys as chunks of 50 bytes at most
+    pool = random_strings(rng, 40, 0, 12)
+    left = pa.array(drawn(rng, pool, 300, 0, 30, null_share=0.1))
+    right = pa.array(drawn(rng, pool, 200, 10, 40, null_share=0.1))
+    for how in HOWS:
+        check([left], [right], how, where)
+        check([left], [right], how, where, nulls_equal=True, same_names=False)
+
+
 # --- Errors ----------------------------------------------------------------------------------------
 
 
