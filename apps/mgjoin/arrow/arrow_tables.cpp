@@ -401,7 +401,8 @@ std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& t, const std:
     if (!t.find(names[i])->storage && read.chunks[i].empty())  // no rows: one empty chunk, which Take takes
       read.chunks[i].push_back(value_or_throw(arrow::MakeArrayOfNull(type, 0), names[i]));
     if (!t.find(names[i])->storage)
-      read.out[i].arrow = std::make_shared<ArrowColumn>(ArrowColumn{std::make_shared<arrow::ChunkedArray>(read.chunks[i], type)});
+      read.out[i].arrow = std::make_shared<ArrowColumn>(ArrowColumn{
+          std::make_shared<arrow::ChunkedArray>(read.chunks[i], type), "column " + names[i] + " of " + t.option + " " + t.path.string()});
     else if (read.any_null[i])
       read.out[i].valid = std::move(read.valid[i]);
   }
