@@ -116,8 +116,8 @@ std::pair<std::shared_ptr<arrow::Schema>, std::int64_t> open_schema(const fs::pa
 std::string type_text(const arrow::DataType& t) { return t.ToString(); }
 
 /// Copies `array` (one chunk) into `out` from row `at`; where a value is null, writes zero and, when
-/// `valid` is given, false.
-void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* valid, std::int64_t at) {
+/// `valid` is given, false. Returns whether a value is null (a dictionary's: its index or its entry).
+bool copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* valid, std::int64_t at) {
   const std::size_t w = dtype_size(storage);
   const std::int64_t n = array.length();
   std::byte* dst = out + static_cast<std::size_t>(at) * w;
@@ -126,13 +126,20 @@ void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* 
     const arrow::Array& values = *dict.dictionary();
     std::vector<std::byte> decoded_values(static_cast<std::size_t>(values.length()) * w);
     if (values.length()) copy_chunk(values, storage, decoded_values.data(), nullptr, 0);
+    bool any_null = false;
     for (std::int64_t i = 0; i < n; ++i) {
-      if (dict.IsValid(i))
+      // A value is null where its index is, or where the dictionary entry it points at is.
+      const bool ok = dict.IsValid(i) && values.IsValid(dict.GetValueIndex(i));
+      if (ok)
         std::memcpy(dst + i * w, decoded_values.data() + static_cast<std::size_t>(dict.GetValueIndex(i)) * w, w);
       else
         std::memset(dst + i * w, 0, w);
+      if (valid) valid[at + i] = ok;
+      any_null = any_null || !ok;
     }
-  } else if (storage == DType::Bool) {
+    return any_null;
+  }
+  if (storage == DType::Bool) {
     const auto& b = static_cast<const arrow::BooleanArray&>(array);
     for (std::int64_t i = 0; i < n; ++i) reinterpret_cast<bool*>(dst)[i] = b.IsValid(i) && b.Value(i);
   } else {
@@ -144,6 +151,7 @@ void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* 
   }
   if (valid)
     for (std::int64_t i = 0; i < n; ++i) valid[at + i] = array.IsValid(i);
+  return array.null_count() > 0;
 }
 
 /// The Parquet leaf columns of `field` (itself, or a nested column's leaves).
@@ -352,8 +360,10 @@ struct ReadState {
                               }));
         continue;
       }
-      naming_file(file, [&] { copy_chunk(*chunk, *info.storage, static_cast<std::byte*>(out[i].values.data()), valid[i].as<bool>(), row); });
-      any_null[i] = any_null[i] || chunk->null_count() > 0;
+      const bool nulls = naming_file(file, [&] {
+        return copy_chunk(*chunk, *info.storage, static_cast<std::byte*>(out[i].values.data()), valid[i].as<bool>(), row);
+      });
+      any_null[i] = any_null[i] || nulls;
       row += chunk->length();
     }
   }
