@@ -79,13 +79,37 @@ bool is_data_file(const fs::path& p, TableFormat format) {
   return table_format_of(p) == format;
 }
 
-/// The hive-style name=value folders between `root` and `file`.
-std::vector<std::pair<std::string, std::string>> partitions_of(const fs::path& root, const fs::path& file) {
-  std::vector<std::pair<std::string, std::string>> out;
+/// A folder's value percent-decoded ("x%2Fy" -> "x/y"), as pyarrow, DuckDB and Spark read it. A malformed
+/// escape ("%G1", a trailing "%") is kept as it is, as pyarrow keeps it; "+" stays "+".
+std::string percent_decoded(const std::string& s) {
+  const auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+/// A partition folder: its column's name and value (nullopt: the hive's null).
+using Partition = std::pair<std::string, std::optional<std::string>>;
+
+/// The hive-style name=value folders between `root` and `file`; a value compared with the hive's null as
+/// written, then percent-decoded.
+std::vector<Partition> partitions_of(const fs::path& root, const fs::path& file) {
+  std::vector<Partition> out;
   for (const fs::path& part : fs::relative(file.parent_path(), root)) {
     const std::string s = part.string();
     const auto eq = s.find('=');
-    if (eq != std::string::npos && eq > 0) out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string value = s.substr(eq + 1);
+    out.emplace_back(s.substr(0, eq), value == kHiveNull ? std::nullopt : std::optional(percent_decoded(value)));
   }
   return out;
 }
@@ -240,7 +264,7 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
     t.files.push_back(path);
   }
   std::shared_ptr<arrow::Schema> first;
-  std::vector<std::pair<std::string, std::string>> first_parts;
+  std::vector<Partition> first_parts;
   std::map<std::string, bool> part_is_int;
   for (const fs::path& file : t.files) {
     auto [schema, rows] = open_schema(file, t.format);
@@ -269,7 +293,7 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
       if (a != b) throw InputError(where + ": " + file.string() + ": its partition folders differ from " + t.files.front().string() + "'s");
     }
     for (const auto& [name, value] : parts) {
-      const bool is_int = value == kHiveNull || parses_as_int64(value);
+      const bool is_int = !value || parses_as_int64(*value);
       part_is_int.try_emplace(name, true);
       part_is_int[name] = part_is_int[name] && is_int;
     }
@@ -277,7 +301,7 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
   for (const auto& f : first->fields()) t.columns.push_back(column_info(f->name(), f->type(), false));
   for (const auto& [name, value] : first_parts) {
     if (first->GetFieldByName(name))
-      throw InputError(where + ": partition folder " + name + "=" + value + " names a column the files hold too");
+      throw InputError(where + ": partition folder " + name + "=" + value.value_or(kHiveNull) + " names a column the files hold too");
     t.columns.push_back(column_info(name, part_is_int[name] ? arrow::int64() : arrow::utf8(), true));
   }
   return t;
@@ -314,10 +338,9 @@ void expect_readable(const ArrowTableSource& t, const std::vector<std::string>& 
 }
 
 /// A partition column's value in one file's folders, nullopt for the hive's null.
-std::optional<std::string> partition_value(const std::vector<std::pair<std::string, std::string>>& parts,
-                                           const std::string& name) {
+std::optional<std::string> partition_value(const std::vector<Partition>& parts, const std::string& name) {
   for (const auto& p : parts)
-    if (p.first == name) return p.second == kHiveNull ? std::nullopt : std::optional<std::string>(p.second);
+    if (p.first == name) return p.second;
   return std::nullopt;
 }
 
