@@ -88,19 +88,33 @@ struct ReadColumn {
 std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& table, const std::vector<std::string>& names,
                                            MemoryKind memory);
 
-/// The rows `indices` (int32 or int64) of `column`, of its type; null where `valid` (bool; nullptr: all
-/// valid) is false or the row is null. Arrow's Take (view types through their large type, which Take has).
-std::shared_ptr<const ArrowColumn> take_arrow_column(const ArrowColumn& column, ColumnView indices, const bool* valid);
+/// Row numbers for take_arrow_column: `indices` (int32 or int64, wrapped, not copied), null where `valid`
+/// (bool; nullptr: all valid) is false. Made once for every column gathered by them.
+std::shared_ptr<const ArrowColumn> arrow_row_indices(ColumnView indices, const bool* valid);
+
+/// The rows `indices` (arrow_row_indices) of `column`, as `type` (nullptr: the column's type); null where
+/// the index or the row is null. Arrow's Take, through the large type of strings, binary values and lists
+/// (and of view types, which Take has not), in slices of 2^20 rows: the result's chunks, each cast back to
+/// `type`, so that no chunk needs 32-bit offsets past 2 GiB. @throw InputError starting with `output`
+/// (the output column) and naming the input column where Arrow fails.
+std::shared_ptr<const ArrowColumn> take_arrow_column(const ArrowColumn& column, const ArrowColumn& indices,
+                                                     const ArrowType* type, const std::string& output);
 
 /// Key columns of one dictionary key family (ArrowColumnInfo::dictionary_key) as int32 codes into a
 /// dictionary of the distinct non-null values of both (null keys: null codes, the codes' validity).
+/// The dictionary holds strings and binary values as large_string and large_binary (64-bit offsets: its
+/// distinct values may pass 2 GiB), whatever the sides' types; the output decodes them back into each
+/// output chunk's type (take_arrow_column with one of the types here).
 struct DictionaryKeys {
   ReadColumn left, right;                          ///< codes (int32) and validity; `arrow` unset
   std::shared_ptr<const ArrowColumn> dictionary;   ///< the values, codes index it (take_arrow_column)
+  std::shared_ptr<const ArrowType> left_type, right_type;  ///< each side's input type (a key as its payload)
+  std::shared_ptr<const ArrowType> key_type;  ///< the output key's: the sides' where they agree, else the large type
 };
-/// @throw InputError starting with `what` where Arrow cannot encode them (over 2^31 - 1 distinct values).
+/// @throw InputError starting with `output` (the output key column) and naming both input columns where
+/// Arrow cannot encode them (over 2^31 - 1 distinct values).
 DictionaryKeys encode_dictionary_keys(const ArrowColumn& left, const ArrowColumn& right, MemoryKind memory,
-                                      const std::string& what);
+                                      const std::string& output);
 
 /// A column to write: values, optional validity (bool, true: a value), and the Arrow type to write it as
 /// (nullptr: the type of its storage); a type whose storage differs from the values' is not used. With

@@ -525,6 +525,16 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   return q;
 }
 
+/// .npy output: refuses, in one line, an output column of a Parquet or Arrow IPC input that .npy cannot hold.
+void expect_npy_outputs(const TableSource& r_src, const TableSource& s_src, const TableJoinOptions& options) {
+  for (const TableSource* t : {&r_src, &s_src})
+    if (t->arrow && (t == &r_src || outputs_right_columns(options.how))) {
+      std::vector<std::string> names;
+      for (const ColumnSource* c : needed_columns(*t, true)) names.push_back(c->name);
+      expect_npy_holds(*t->arrow, names, t->key, t == &r_src ? "r." : "s.");
+    }
+}
+
 void run_join(const JoinArgs& args) {
   install_interrupt_handler();
   // Across ranks every check runs inside the ranks' agreement, so that an error is printed once.
@@ -541,12 +551,7 @@ void run_join(const JoinArgs& args) {
   const TableJoinOptions options = join_options(args, form, r_src, s_src);
   check_key_files(r_src, s_src, options);
   if (form == TableOutput::Columns && output_format(args, r_src, s_src) == TableFormat::Npy)
-    for (const TableSource* t : {&r_src, &s_src})
-      if (t->arrow && (t == &r_src || outputs_right_columns(options.how))) {
-        std::vector<std::string> names;
-        for (const ColumnSource* c : needed_columns(*t, true)) names.push_back(c->name);
-        expect_npy_holds(*t->arrow, names, t->key, t == &r_src ? "r." : "s.");
-      }
+    expect_npy_outputs(r_src, s_src, options);
   const fs::path out_dir = args.out_dir;
   if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
 

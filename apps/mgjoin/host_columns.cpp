@@ -29,15 +29,16 @@ void encode_keys(LoadedTable& r, LoadedTable& s, const ArrowColumns& r_arrow, co
     const ArrowColumn* b = find_arrow(s_arrow, s.key[k]);
     if (!a && !b) continue;
     MGJOIN_EXPECTS(a && b, "host columns: a dictionary key on one side only (check_key_pairs)");
-    DictionaryKeys codes = encode_dictionary_keys(*a, *b, memory, "key columns " + r.key[k] + " and " + s.key[k]);
+    const std::string key = r.key.size() == 1 ? std::string("key") : "key." + r.key[k];
+    DictionaryKeys codes = encode_dictionary_keys(*a, *b, memory, key);
     for (auto [t, c] : {std::pair{&r, &codes.left}, std::pair{&s, &codes.right}}) {
       const std::size_t i = index_of(*t, t->key[k]);
       t->columns[i] = std::move(c->values);
       t->valid[i] = std::move(c->valid);
     }
-    host.dictionaries.emplace_back(r.key.size() == 1 ? std::string("key") : "key." + r.key[k], codes.dictionary);
-    host.dictionaries.emplace_back("r." + r.key[k], codes.dictionary);
-    host.dictionaries.emplace_back("s." + s.key[k], codes.dictionary);
+    host.dictionaries.push_back({key, codes.dictionary, codes.key_type});
+    host.dictionaries.push_back({"r." + r.key[k], codes.dictionary, codes.left_type});
+    host.dictionaries.push_back({"s." + s.key[k], codes.dictionary, codes.right_type});
   }
 }
 

@@ -33,8 +33,14 @@ struct HostColumns {
   /// Payload columns gathered after the join: output name -> column; the side's row numbers index it.
   ArrowColumns gathered;
   /// Output columns of dictionary codes ("key", "key.<name>", a key column as a payload "r.<name>"):
-  /// output name -> the dictionary they index.
-  ArrowColumns dictionaries;
+  /// output name -> the dictionary they index and the type they are decoded as (a side's key column as
+  /// its payload: that side's input type).
+  struct Dictionary {
+    std::string name;
+    std::shared_ptr<const ArrowColumn> dictionary;
+    std::shared_ptr<const ArrowType> type;
+  };
+  std::vector<Dictionary> dictionaries;
 };
 
 /// Before the join: each key column pair in `r_arrow` and `s_arrow` (read in Arrow's form, placeholders

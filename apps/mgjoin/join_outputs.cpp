@@ -91,14 +91,15 @@ struct ArrowOutput {
     }
     const bool* valid = col.valid ? col.valid->as<bool>() : nullptr;
     if (host && i >= join.key_valid.size() && c.name.substr(2) == kRowNumbers) {
+      const auto rows = arrow_row_indices(col.values, valid);  // once for the side's gathered columns
       for (const auto& [name, column] : host->gathered)
         if (name.starts_with(side))
-          columns.push_back({name, col.values, std::nullopt, nullptr, take_arrow_column(*column, col.values, valid)});
+          columns.push_back({name, col.values, std::nullopt, nullptr, take_arrow_column(*column, *rows, nullptr, name)});
       return;
     }
     if (host)
-      for (const auto& [name, dictionary] : host->dictionaries)
-        if (name == c.name) col.arrow = take_arrow_column(*dictionary, col.values, valid);
+      for (const HostColumns::Dictionary& d : host->dictionaries)
+        if (d.name == c.name) col.arrow = take_arrow_column(*d.dictionary, *arrow_row_indices(col.values, valid), d.type.get(), d.name);
     columns.push_back(std::move(col));
   }
 

@@ -65,11 +65,14 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
 std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& t, const std::vector<std::string>&, MemoryKind) {
   not_built(t.option + " " + t.path.string());
 }
-std::shared_ptr<const ArrowColumn> take_arrow_column(const ArrowColumn&, ColumnView, const bool*) {
+std::shared_ptr<const ArrowColumn> arrow_row_indices(ColumnView, const bool*) {
   not_built("gathering a column");  // unreachable: no column is read in Arrow's form
 }
-DictionaryKeys encode_dictionary_keys(const ArrowColumn&, const ArrowColumn&, MemoryKind, const std::string& what) {
-  not_built(what);
+std::shared_ptr<const ArrowColumn> take_arrow_column(const ArrowColumn&, const ArrowColumn&, const ArrowType*, const std::string&) {
+  not_built("gathering a column");  // unreachable: no column is read in Arrow's form
+}
+DictionaryKeys encode_dictionary_keys(const ArrowColumn&, const ArrowColumn&, MemoryKind, const std::string& output) {
+  not_built(output);
 }
 StagedColumnFile stage_arrow_file(const fs::path& final_path, std::span<const OutputColumn>, TableFormat) {
   not_built(final_path.string());

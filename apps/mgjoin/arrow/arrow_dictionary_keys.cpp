@@ -17,11 +17,18 @@
 namespace mgjoin::cli {
 namespace {
 
-/// The type both sides are encoded as: theirs where they agree, else the large type of their family.
-std::shared_ptr<arrow::DataType> common_type(const std::shared_ptr<arrow::DataType>& a,
-                                             const std::shared_ptr<arrow::DataType>& b) {
-  if (a->Equals(*b)) return a;
-  return dictionary_key_family(*a) == "string" ? arrow::large_utf8() : arrow::large_binary();
+/// The type both sides are encoded as: strings and binary values as their large type, whatever the sides'
+/// (the shared dictionary is one array: 32-bit offsets would fail past 2 GiB of distinct values; only the
+/// dictionary pays the 8-byte offsets); decimals and fixed_size_binary as theirs (the sides agree).
+std::shared_ptr<arrow::DataType> encoded_type(const std::shared_ptr<arrow::DataType>& a) {
+  const std::string family = dictionary_key_family(*a);
+  return family == "string" ? arrow::large_utf8() : family == "binary" ? arrow::large_binary() : a;
+}
+
+/// The output key's type: the sides' where they agree, else the large type of their family.
+std::shared_ptr<arrow::DataType> key_type(const std::shared_ptr<arrow::DataType>& a,
+                                          const std::shared_ptr<arrow::DataType>& b) {
+  return a->Equals(*b) ? a : encoded_type(a);
 }
 
 /// Codes of `rows` rows (zero where null) and their validity.
@@ -61,16 +68,17 @@ std::string dictionary_key_family(const arrow::DataType& t) {
 }
 
 DictionaryKeys encode_dictionary_keys(const ArrowColumn& left, const ArrowColumn& right, MemoryKind memory,
-                                      const std::string& what) {
+                                      const std::string& output) {
   initialize_arrow_compute();
-  const auto type = common_type(left.data->type(), right.data->type());
+  const std::string what = output + ": encoding " + left.where + " and " + right.where + " through one dictionary";
+  const auto type = encoded_type(left.data->type());
   arrow::ArrayVector chunks;  // the left side's, then the right side's: one column, one dictionary
   for (const ArrowColumn* side : {&left, &right}) {
     arrow::Datum values(side->data);
     if (!side->data->type()->Equals(*type)) values = value_or_throw(arrow::compute::Cast(values, type), what);
     for (const auto& c : values.chunked_array()->chunks()) chunks.push_back(c);
   }
-  DictionaryKeys out{codes_column(left.data->length(), memory), codes_column(right.data->length(), memory), nullptr};
+  DictionaryKeys out{codes_column(left.data->length(), memory), codes_column(right.data->length(), memory), {}, {}, {}, {}};
   std::shared_ptr<arrow::Array> dictionary = value_or_throw(arrow::MakeArrayOfNull(type, 0), what);
   const arrow::Datum encoded =
       value_or_throw(arrow::compute::DictionaryEncode(std::make_shared<arrow::ChunkedArray>(chunks, type)), what);
@@ -84,7 +92,10 @@ DictionaryKeys encode_dictionary_keys(const ArrowColumn& left, const ArrowColumn
   MGJOIN_EXPECTS(row == left.data->length() + right.data->length(), "encode_dictionary_keys: rows out of step");
   drop_full_validity(out.left);
   drop_full_validity(out.right);
-  out.dictionary = std::make_shared<ArrowColumn>(ArrowColumn{std::make_shared<arrow::ChunkedArray>(dictionary)});
+  out.dictionary = std::make_shared<ArrowColumn>(ArrowColumn{std::make_shared<arrow::ChunkedArray>(dictionary), what});
+  out.left_type = std::make_shared<ArrowType>(ArrowType{left.data->type()});
+  out.right_type = std::make_shared<ArrowType>(ArrowType{right.data->type()});
+  out.key_type = std::make_shared<ArrowType>(ArrowType{key_type(left.data->type(), right.data->type())});
   return out;
 }
 

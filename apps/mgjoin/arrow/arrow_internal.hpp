@@ -19,6 +19,7 @@ struct ArrowType {
 
 struct ArrowColumn {
   std::shared_ptr<arrow::ChunkedArray> data;
+  std::string where;  ///< for messages: "column p of --r x.parquet"
 };
 
 /// Arrow's messages may span lines; the CLI's errors are one.

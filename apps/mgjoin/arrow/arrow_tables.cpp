@@ -79,13 +79,37 @@ bool is_data_file(const fs::path& p, TableFormat format) {
   return table_format_of(p) == format;
 }
 
-/// The hive-style name=value folders between `root` and `file`.
-std::vector<std::pair<std::string, std::string>> partitions_of(const fs::path& root, const fs::path& file) {
-  std::vector<std::pair<std::string, std::string>> out;
+/// A folder's value percent-decoded ("x%2Fy" -> "x/y"), as pyarrow, DuckDB and Spark read it. A malformed
+/// escape ("%G1", a trailing "%") is kept as it is, as pyarrow keeps it; "+" stays "+".
+std::string percent_decoded(const std::string& s) {
+  const auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+/// A partition folder: its column's name and value (nullopt: the hive's null).
+using Partition = std::pair<std::string, std::optional<std::string>>;
+
+/// The hive-style name=value folders between `root` and `file`; a value compared with the hive's null as
+/// written, then percent-decoded.
+std::vector<Partition> partitions_of(const fs::path& root, const fs::path& file) {
+  std::vector<Partition> out;
   for (const fs::path& part : fs::relative(file.parent_path(), root)) {
     const std::string s = part.string();
     const auto eq = s.find('=');
-    if (eq != std::string::npos && eq > 0) out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string value = s.substr(eq + 1);
+    out.emplace_back(s.substr(0, eq), value == kHiveNull ? std::nullopt : std::optional(percent_decoded(value)));
   }
   return out;
 }
@@ -116,8 +140,8 @@ std::pair<std::shared_ptr<arrow::Schema>, std::int64_t> open_schema(const fs::pa
 std::string type_text(const arrow::DataType& t) { return t.ToString(); }
 
 /// Copies `array` (one chunk) into `out` from row `at`; where a value is null, writes zero and, when
-/// `valid` is given, false.
-void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* valid, std::int64_t at) {
+/// `valid` is given, false. Returns whether a value is null (a dictionary's: its index or its entry).
+bool copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* valid, std::int64_t at) {
   const std::size_t w = dtype_size(storage);
   const std::int64_t n = array.length();
   std::byte* dst = out + static_cast<std::size_t>(at) * w;
@@ -126,13 +150,20 @@ void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* 
     const arrow::Array& values = *dict.dictionary();
     std::vector<std::byte> decoded_values(static_cast<std::size_t>(values.length()) * w);
     if (values.length()) copy_chunk(values, storage, decoded_values.data(), nullptr, 0);
+    bool any_null = false;
     for (std::int64_t i = 0; i < n; ++i) {
-      if (dict.IsValid(i))
+      // A value is null where its index is, or where the dictionary entry it points at is.
+      const bool ok = dict.IsValid(i) && values.IsValid(dict.GetValueIndex(i));
+      if (ok)
         std::memcpy(dst + i * w, decoded_values.data() + static_cast<std::size_t>(dict.GetValueIndex(i)) * w, w);
       else
         std::memset(dst + i * w, 0, w);
+      if (valid) valid[at + i] = ok;
+      any_null = any_null || !ok;
     }
-  } else if (storage == DType::Bool) {
+    return any_null;
+  }
+  if (storage == DType::Bool) {
     const auto& b = static_cast<const arrow::BooleanArray&>(array);
     for (std::int64_t i = 0; i < n; ++i) reinterpret_cast<bool*>(dst)[i] = b.IsValid(i) && b.Value(i);
   } else {
@@ -144,6 +175,7 @@ void copy_chunk(const arrow::Array& array, DType storage, std::byte* out, bool* 
   }
   if (valid)
     for (std::int64_t i = 0; i < n; ++i) valid[at + i] = array.IsValid(i);
+  return array.null_count() > 0;
 }
 
 /// The Parquet leaf columns of `field` (itself, or a nested column's leaves).
@@ -232,7 +264,7 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
     t.files.push_back(path);
   }
   std::shared_ptr<arrow::Schema> first;
-  std::vector<std::pair<std::string, std::string>> first_parts;
+  std::vector<Partition> first_parts;
   std::map<std::string, bool> part_is_int;
   for (const fs::path& file : t.files) {
     auto [schema, rows] = open_schema(file, t.format);
@@ -261,7 +293,7 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
       if (a != b) throw InputError(where + ": " + file.string() + ": its partition folders differ from " + t.files.front().string() + "'s");
     }
     for (const auto& [name, value] : parts) {
-      const bool is_int = value == kHiveNull || parses_as_int64(value);
+      const bool is_int = !value || parses_as_int64(*value);
       part_is_int.try_emplace(name, true);
       part_is_int[name] = part_is_int[name] && is_int;
     }
@@ -269,7 +301,7 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
   for (const auto& f : first->fields()) t.columns.push_back(column_info(f->name(), f->type(), false));
   for (const auto& [name, value] : first_parts) {
     if (first->GetFieldByName(name))
-      throw InputError(where + ": partition folder " + name + "=" + value + " names a column the files hold too");
+      throw InputError(where + ": partition folder " + name + "=" + value.value_or(kHiveNull) + " names a column the files hold too");
     t.columns.push_back(column_info(name, part_is_int[name] ? arrow::int64() : arrow::utf8(), true));
   }
   return t;
@@ -306,10 +338,9 @@ void expect_readable(const ArrowTableSource& t, const std::vector<std::string>& 
 }
 
 /// A partition column's value in one file's folders, nullopt for the hive's null.
-std::optional<std::string> partition_value(const std::vector<std::pair<std::string, std::string>>& parts,
-                                           const std::string& name) {
+std::optional<std::string> partition_value(const std::vector<Partition>& parts, const std::string& name) {
   for (const auto& p : parts)
-    if (p.first == name) return p.second == kHiveNull ? std::nullopt : std::optional<std::string>(p.second);
+    if (p.first == name) return p.second;
   return std::nullopt;
 }
 
@@ -352,8 +383,10 @@ struct ReadState {
                               }));
         continue;
       }
-      naming_file(file, [&] { copy_chunk(*chunk, *info.storage, static_cast<std::byte*>(out[i].values.data()), valid[i].as<bool>(), row); });
-      any_null[i] = any_null[i] || chunk->null_count() > 0;
+      const bool nulls = naming_file(file, [&] {
+        return copy_chunk(*chunk, *info.storage, static_cast<std::byte*>(out[i].values.data()), valid[i].as<bool>(), row);
+      });
+      any_null[i] = any_null[i] || nulls;
       row += chunk->length();
     }
   }
@@ -401,7 +434,8 @@ std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& t, const std:
     if (!t.find(names[i])->storage && read.chunks[i].empty())  // no rows: one empty chunk, which Take takes
       read.chunks[i].push_back(value_or_throw(arrow::MakeArrayOfNull(type, 0), names[i]));
     if (!t.find(names[i])->storage)
-      read.out[i].arrow = std::make_shared<ArrowColumn>(ArrowColumn{std::make_shared<arrow::ChunkedArray>(read.chunks[i], type)});
+      read.out[i].arrow = std::make_shared<ArrowColumn>(ArrowColumn{
+          std::make_shared<arrow::ChunkedArray>(read.chunks[i], type), "column " + names[i] + " of " + t.option + " " + t.path.string()});
     else if (read.any_null[i])
       read.out[i].valid = std::move(read.valid[i]);
   }
