@@ -123,7 +123,9 @@ TEST_F(CliArrowEdges, PartitionFolderValuesArePercentDecoded) {
   c.r_cols = {"id", "k"};
   c.s_cols = {"k"};
   const auto got = expect_join(c, "R", "s.parquet");
-  if (got) EXPECT_TRUE(got->GetColumnByName("key")->type()->Equals(arrow::int64()));
+  if (got) {
+    EXPECT_TRUE(got->GetColumnByName("key")->type()->Equals(arrow::int64()));
+  }
 }
 
 }  // namespace

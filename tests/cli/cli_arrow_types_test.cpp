@@ -144,7 +144,7 @@ TEST_F(CliArrowTypes, ADatasetOfSeveralFilesAndAStringPartitionColumn) {
   c.r_on = c.s_on = {"k"};
   c.r_cols = {"name", "region"};
   c.s_cols = {"region"};
-  for (const std::string& how : {"inner", "full"}) {
+  for (const char* how : {"inner", "full"}) {
     c.how = how;
     expect_join_of_files(c, "R", "s.parquet");
   }
