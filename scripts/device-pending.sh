@@ -38,11 +38,18 @@
 #   sanitize-cli  issue 21: the cli suite alone (its mgjoin processes take most of the GPU) under each of
 #                 the four tools, at most 140 s each
 #   racecheck-copart, racecheck-e2e, racecheck-table
-#                 issue 21: racecheck of one whole suite (up to 580 s: one per call)
+#                 issue 21: racecheck of one whole suite (up to 580 s: one per call), its sanitize tier,
+#                 only mgjoin's kernels checked (as x4-sanitize's)
 #   x4-tests      issue 39 on 4 GPUs, one call: the quick tier of every suite; the Python package built
 #                 meanwhile (carry .deps) and its tests on all GPUs; the MPI programs and the CLI with
 #                 MGJOIN_PENDING_RANKS (default 4) ranks over NCCL
-#   x4-sanitize   issue 39: racecheck of copart, e2e and table and memcheck of cli, side by side
+#   x4-sanitize   issue 39: memcheck of cli on two GPUs, then racecheck of copart, e2e and table in
+#                 MGJOIN_SAN_X4_SHARDS (4) gtest shards each, side by side, each run at most MGJOIN_SAN_TIMEOUT
+#                 (500) s; racecheck runs the sanitize tier (MGJOIN_TEST_TIER=sanitize: a few thousand rows
+#                 where size adds nothing) and checks only mgjoin's kernels (MGJOIN_SAN_KERNELS=ours: CUB's
+#                 and NCCL's run uninstrumented), both in scripts/device-sanitize.sh's header; each part up
+#                 to MGJOIN_SAN_TIMEOUT, so the two may take two calls:
+#   x4-memcheck-cli, x4-racecheck   x4-sanitize's two parts alone (x4-racecheck: one call, <= ~8 min)
 #   x4-bench      issue 39's 4-GPU table: g = 1..4 of B 10^9 count, A 2*10^8 x 2*10^9, Zipf 1, B 2.5*10^8
 #                 materialized; B 10^9 materialized in core and at 8G (g = 2, 4); B scale 8 count (g = 4);
 #                 4 ranks against one process (NCCL only); with MGJOIN_BIN_BEFORE (a binary folder of an
@@ -268,17 +275,25 @@ group_x4_tests() {
   step ranks-tests-cli timeout 200 bash tests/dist/cli_ranks_gpus_test.sh "$B/mgjoin"
 }
 
-group_x4_sanitize() {
-  # Memcheck of the cli suite on two GPUs first and alone (beside the racecheck runs its children found no
-  # GPU memory to start in: s22), then racecheck of copart, e2e and table in gtest shards side by side, each
-  # run's engines MGJOIN_TEST_GPU_MEMORY_MIB of a GPU. On 2 H200s (s22) most racecheck shards of the quick
-  # tier did not end in 500 s (BucketedFlow.RandomKeys alone outlasted it): racecheck needs smaller inputs.
-  local shards=${MGJOIN_SAN_X4_SHARDS:-4} limit=${MGJOIN_SAN_TIMEOUT:-500}
+# The racecheck runs' settings: the suites only (no differential cases), the sanitize tier, our kernels only.
+racecheck_env=(MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_CASES=0 MGJOIN_TEST_TIER=sanitize MGJOIN_SAN_KERNELS=ours)
+
+# Memcheck of the cli suite on two GPUs, alone (beside the racecheck runs its children found no GPU memory
+# to start in: s22).
+group_x4_memcheck_cli() {
   step x4-memcheck-cli env CUDA_VISIBLE_DEVICES=0,1 MGJOIN_TEST_TIER=quick MGJOIN_SAN_TOOLS=memcheck MGJOIN_SAN_SUITES=cli \
-    MGJOIN_SAN_CASES=0 MGJOIN_SAN_TIMEOUT="$limit" bash scripts/device-sanitize.sh
-  step x4-racecheck env MGJOIN_TEST_TIER=quick MGJOIN_SAN_PARALLEL=$(( 3 * shards )) MGJOIN_SAN_SHARDS="$shards" \
-    MGJOIN_TEST_GPU_MEMORY_MIB=4096 MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_SUITES="copart e2e table" MGJOIN_SAN_CASES=0 \
-    MGJOIN_SAN_TIMEOUT="$limit" bash scripts/device-sanitize.sh
+    MGJOIN_SAN_CASES=0 MGJOIN_SAN_TIMEOUT="${MGJOIN_SAN_TIMEOUT:-500}" bash scripts/device-sanitize.sh
+}
+
+# Racecheck of copart, e2e and table in gtest shards side by side, each run's engines
+# MGJOIN_TEST_GPU_MEMORY_MIB of a GPU. On 2 H200s (s22) most shards of the quick tier did not end in 500 s
+# (BucketedFlow.RandomKeys alone outlasted it; CUB's radix sort never ended): racecheck now leaves CUB's
+# kernels out and runs the sanitize tier's smaller inputs (racecheck_env).
+group_x4_racecheck() {
+  local shards=${MGJOIN_SAN_X4_SHARDS:-4}
+  step x4-racecheck env "${racecheck_env[@]}" MGJOIN_SAN_PARALLEL=$(( 3 * shards )) MGJOIN_SAN_SHARDS="$shards" \
+    MGJOIN_TEST_GPU_MEMORY_MIB=4096 MGJOIN_SAN_SUITES="copart e2e table" MGJOIN_SAN_TIMEOUT="${MGJOIN_SAN_TIMEOUT:-500}" \
+    bash scripts/device-sanitize.sh
 }
 
 group_x4_bench() {
@@ -304,8 +319,7 @@ group_x4_bench() {
 }
 
 group_racecheck() {  # suite
-  step "racecheck-$1" env MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_SUITES="$1" MGJOIN_SAN_CASES=0 \
-    MGJOIN_SAN_TIMEOUT=580 bash scripts/device-sanitize.sh
+  step "racecheck-$1" env "${racecheck_env[@]}" MGJOIN_SAN_SUITES="$1" MGJOIN_SAN_TIMEOUT=580 bash scripts/device-sanitize.sh
 }
 
 [ $# -gt 0 ] || { sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2; }  # the comment on top
@@ -324,10 +338,13 @@ for group in "$@"; do
     sanitize-cli) group_sanitize_cli ;;
     racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
     x4-tests) group_x4_tests ;;
-    x4-sanitize) group_x4_sanitize ;;
+    x4-sanitize) group_x4_memcheck_cli; group_x4_racecheck ;;
+    x4-memcheck-cli) group_x4_memcheck_cli ;;
+    x4-racecheck) group_x4_racecheck ;;
     x4-bench) group_x4_bench ;;
     *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch, files-bench," \
-         "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table, x4-tests, x4-sanitize, x4-bench)" >&2
+         "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table, x4-tests, x4-sanitize, x4-memcheck-cli, x4-racecheck," \
+         "x4-bench)" >&2
        exit 2 ;;
   esac
 done

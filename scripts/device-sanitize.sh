@@ -17,6 +17,17 @@
 #     machine (a sanitizer run is bound by its host thread), each suite's shared engines taking
 #     MGJOIN_TEST_GPU_MEMORY_MIB (default 65536 / N) of each GPU instead of 80% of what is free
 #   MGJOIN_TEST_FEW_SHAPES=1   the variants' checks run few shapes each (0: all; tests/copart/flow_check.hpp)
+#   MGJOIN_TEST_TIER            the suites' tier (unset: quick); sanitize: the quick tier with a few thousand
+#     rows where a test's point is a branch, not a size (tests/common/tier.hpp; device-pending.sh's racecheck
+#     groups set it)
+#   MGJOIN_SAN_KERNELS=all      the kernels the tool checks: all, or ours: only mgjoin's own kernels (mangled
+#     names containing _ZN6mgjoin: every __global__ of engine/src/** (copart_kernels.cu, join_kernel.cu,
+#     radix_partition.cu, merge_sort.cu, key_order.cu, gpu_gather.cu) and of the tests, all in namespace
+#     mgjoin), never CUB's (_ZN3cub: its radix sort, merge, scan) nor NCCL's; the others run uninstrumented,
+#     at their usual speed. Racecheck of CUB's onesweep radix sort took longer than a device call (s22), and
+#     CUB's shared-memory races are not this project's to find; block-wide CUB primitives inside our
+#     kernels are checked with them. With MGJOIN_SAN_PARALLEL > 1 each racecheck run gets nproc / N worker
+#     threads (--racecheck-num-workers) instead of one per core each.
 #   MGJOIN_SAN_FILTER                                           the suites' gtest filter; by default
 #     every test but those that provoke a CUDA API error on purpose (a backing larger than the GPU),
 #     the timing checks of the bandwidth probe (a sanitizer slows copies far below any expected rate),
@@ -61,11 +72,27 @@ default_filter="*-*LargerThanTheGpu*:*Bandwidth*:Overflow*:$skipped_tests"
 tool_flags() {
   case $1 in
     memcheck) echo "--tool memcheck --leak-check full" ;;
-    racecheck) echo "--tool racecheck --racecheck-report all" ;;
+    racecheck) echo "--tool racecheck --racecheck-report all$(racecheck_workers)" ;;
     initcheck) echo "--tool initcheck" ;;
     *) echo "--tool $1" ;;
   esac
 }
+
+# Runs side by side share the cores: each racecheck run its share of worker threads (0: the tool's choice).
+racecheck_workers() {
+  [ "$parallel" -le 1 ] || echo " --racecheck-num-workers $(( $(nproc) / parallel > 0 ? $(nproc) / parallel : 1 ))"
+}
+
+# compute-sanitizer's kernel filters (its --help, 2025.3): --kernel-name kns=S checks only kernels whose
+# mangled name contains S; --kernel-name-exclude kns=S then leaves out those containing S.
+kernel_flags() {
+  case ${MGJOIN_SAN_KERNELS:-all} in
+    all) ;;
+    ours) echo "--kernel-name kns=_ZN6mgjoin --kernel-name-exclude kns=_ZN3cub" ;;
+    *) echo "device-sanitize.sh: MGJOIN_SAN_KERNELS='$MGJOIN_SAN_KERNELS': expected all or ours" >&2; return 1 ;;
+  esac
+}
+kernel_flags > /dev/null || exit 2
 
 summary_file="$OUT/sanitize-summary.txt"
 parallel=${MGJOIN_SAN_PARALLEL:-1}
@@ -75,7 +102,7 @@ run_one() {  # tool name command...
   local log="$logs/sanitize-$tool-$name.log" start rc errors
   start=$(date +%s)
   # shellcheck disable=SC2046
-  timeout "${MGJOIN_SAN_TIMEOUT:-300}" "$san" $(tool_flags "$tool") --report-api-errors no --error-exitcode 86 --print-limit 50 \
+  timeout "${MGJOIN_SAN_TIMEOUT:-300}" "$san" $(tool_flags "$tool") $(kernel_flags) --report-api-errors no --error-exitcode 86 --print-limit 50 \
     --target-processes all "$@" > "$log" 2>&1
   rc=$?
   errors=$(grep -E '^========= (ERROR|LEAK|RACECHECK) SUMMARY' "$log" | tail -3 | sed 's/^========= //' | paste -sd';' -)

@@ -1,5 +1,6 @@
 #pragma once
-// How large the GPU suites' runs are: MGJOIN_TEST_TIER=quick (the default) or full (docs/TESTING-TIERS.md).
+// How large the GPU suites' runs are: MGJOIN_TEST_TIER=quick (the default), full or sanitize
+// (docs/TESTING-TIERS.md).
 // The full tier keeps the sizes and grids the suites were written with; the quick one runs every test with
 // smaller data where size adds nothing and thinner loops where cases repeat each other, each change beside
 // a comment that says why the same branch is still taken. scripts/device-tests.sh sets the variable.
@@ -15,20 +16,36 @@
 
 namespace mgjoin::test {
 
-/// Whether this run is the full tier. Any value but "quick", "full" or none throws (every GPU test that
-/// asks fails with the message), rather than silently running a tier nobody chose.
-inline bool full_tier() {
-  const char* tier = std::getenv("MGJOIN_TEST_TIER");
-  const std::string value = tier ? tier : "";
-  if (value.empty() || value == "quick") return false;
-  if (value == "full") return true;
-  throw std::invalid_argument("MGJOIN_TEST_TIER '" + value + "': expected quick or full");
+/// The three tiers. Sanitize (MGJOIN_TEST_TIER=sanitize, set by scripts/device-pending.sh's sanitizer groups)
+/// is the quick tier with smaller inputs where a test gives a third size: compute-sanitizer's racecheck
+/// slows every instrumented kernel 100x or more, and a test whose point is a branch, not a size, takes the
+/// same branch with a few thousand rows. Everything without a sanitize size runs as in the quick tier.
+enum class Tier : std::uint8_t { Quick, Full, Sanitize };
+
+/// This run's tier. Any value but "quick", "full", "sanitize" or none throws (every GPU test that asks fails
+/// with the message), rather than silently running a tier nobody chose.
+inline Tier tier() {
+  const char* env = std::getenv("MGJOIN_TEST_TIER");
+  const std::string value = env ? env : "";
+  if (value.empty() || value == "quick") return Tier::Quick;
+  if (value == "full") return Tier::Full;
+  if (value == "sanitize") return Tier::Sanitize;
+  throw std::invalid_argument("MGJOIN_TEST_TIER '" + value + "': expected quick, full or sanitize");
 }
 
-/// `full` in the full tier, `quick` in the quick one: a size, a count, a scale.
+/// Whether this run is the full tier (the sanitize tier is not: it thins as the quick one does).
+inline bool full_tier() { return tier() == Tier::Full; }
+
+/// `full` in the full tier, `quick` in the quick and sanitize ones: a size, a count, a scale.
 template <class T>
 T per_tier(T quick, T full) {
   return full_tier() ? full : quick;
+}
+
+/// As above, with `sanitize` in the sanitize tier; each caller says beside it why the branch is the same.
+template <class T>
+T per_tier(T quick, T full, T sanitize) {
+  return tier() == Tier::Sanitize ? sanitize : per_tier(quick, full);
 }
 
 /// The allocations a fault-injection sweep fails, of `allocations` counted in a clean run (1-based). Full:
@@ -58,7 +75,8 @@ class TierEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     try {
-      std::printf("[ tier     ] MGJOIN_TEST_TIER=%s\n", full_tier() ? "full" : "quick");
+      const char* names[] = {"quick", "full", "sanitize"};
+      std::printf("[ tier     ] MGJOIN_TEST_TIER=%s\n", names[static_cast<int>(tier())]);
     } catch (const std::invalid_argument& e) {
       ADD_FAILURE() << e.what();
     }

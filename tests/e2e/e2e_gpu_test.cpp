@@ -41,7 +41,10 @@ struct GpuCase {
 /// references fit in well under two minutes on 4 H200s. Quick: a quarter (A: 5e4 x 5e5, B: 5e5 x 5e5); the
 /// out-of-core limit is derived from the rows, so k >= 2 chunksets and the merge phase still run (checked
 /// below), and at g = 4 a chunk still holds 6250 A rows, over the 4096 floor of out_of_core_limit.
-double scale() { return per_tier(5e-4, 2e-3); }
+/// Sanitize: 4e4 x 4e4 B rows, 4e3 x 4e4 A rows; out of core B still takes 2 chunksets a relation at every
+/// g (a chunk of max(4096, 4e4 / 2g) rows), A's S 3 or more at the 4096 floor (R one), so the merge phase
+/// still runs and its checks hold.
+double scale() { return per_tier(5e-4, 2e-3, 4e-5); }
 
 /// A per-GPU limit under which one chunk holds about half of the smaller relation's share of a GPU:
 /// the planner (device_bytes_for_chunk is its formula) then cuts both relations into k >= 2 chunksets,

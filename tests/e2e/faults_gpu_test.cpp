@@ -65,7 +65,8 @@ class GpuFaults : public ::testing::Test {
     if (paper_engine_) return;
     // Quick: 5 * 10^5 rows a relation; the paper engine's limit is derived from the rows, so its flow
     // still takes two chunksets or more and runs the merge phase (TheFlowsRunAsThisSuiteExpects).
-    original_ = workload(per_tier(0.0005, 0.002));
+    // Sanitize: 4 * 10^4 rows, for the same reason (a chunk of at most 10^4 rows, over kMinChunk's 1024).
+    original_ = workload(per_tier(0.0005, 0.002, 0.00004));
     EngineOptions e;
     e.gpus = gpu_count() >= 2 ? 2 : 1;
     // Half a relation per GPU per chunkset before the sort's scratch: at least two chunksets each.

@@ -18,7 +18,7 @@ ln -s "$differential" "$dir/bin/differential"
 cd "$root"
 
 groups=(suites tables-bench gather-crossover ooc-bench ooc-h100 ranks-bench ranks-tests python tpch files-bench sanitize-cli
-        racecheck-copart racecheck-e2e racecheck-table x4-tests x4-sanitize x4-bench)
+        racecheck-copart racecheck-e2e racecheck-table x4-tests x4-sanitize x4-memcheck-cli x4-racecheck x4-bench)
 dry=$(MGJOIN_PENDING_DRY=1 OUT="$dir/out" bash scripts/device-pending.sh "${groups[@]}")
 for step in suites differential tables-bench gather-crossover ooc-bench ooc-bench-hybrid ooc-h100 ranks-generate ranks-bench \
             ranks-tests-dist_join_mpi-nccl ranks-tests-dist_tables_mpi-nccl-external ranks-tests-cli python-build python-tests \
@@ -32,6 +32,14 @@ done
 status=0
 bash scripts/device-pending.sh no-such-group > /dev/null 2>&1 || status=$?
 [ "$status" = 2 ] || fail "an unknown group: exit status $status, not 2"
+# Racecheck runs the sanitize tier on mgjoin's kernels alone (CUB's radix sort under racecheck outlasts a
+# device call); memcheck of the cli suite stays the quick tier on every kernel.
+for step in x4-racecheck racecheck-copart racecheck-e2e racecheck-table; do
+  grep "^\[$step\]" <<< "$dry" | grep -q "MGJOIN_SAN_TOOLS=racecheck .*MGJOIN_TEST_TIER=sanitize MGJOIN_SAN_KERNELS=ours" ||
+    fail "device-pending.sh's $step: not racecheck of the sanitize tier on our kernels: $(grep "^\[$step\]" <<< "$dry")"
+done
+grep "^\[x4-memcheck-cli\]" <<< "$dry" | grep "MGJOIN_TEST_TIER=quick" | grep -qv "MGJOIN_SAN_KERNELS" ||
+  fail "device-pending.sh's x4-memcheck-cli changed: $(grep "^\[x4-memcheck-cli\]" <<< "$dry")"
 
 # Every bench case of the bench groups runs as given, but on the CPU path and tiny.
 cases=$(grep "^\[[a-z-]*\] mgjoin bench " <<< "$dry" | sed 's/^\[[a-z-]*\] mgjoin bench //')
@@ -83,6 +91,39 @@ for bad in "full" "full 3/2" "full 0/2" "slow"; do
   MGJOIN_BIN="$dir/bin" OUT="$dir/bad" MGJOIN_SUITES= bash scripts/device-tests.sh $bad > /dev/null 2>&1 || status=$?
   [ "$status" = 2 ] || fail "device-tests.sh $bad: exit status $status, not 2"
 done
+
+# device-sanitize.sh with a stand-in compute-sanitizer that prints its arguments and the suite's tier:
+# MGJOIN_SAN_KERNELS=ours reaches racecheck and memcheck as the kernel filters, racecheck side by side gets
+# its share of the cores, the default checks every kernel, and an unknown value is refused.
+mkdir -p "$dir/san-path"
+cat > "$dir/san-path/compute-sanitizer" <<'STUB'
+#!/usr/bin/env bash
+echo "args: $*"
+echo "tier: ${MGJOIN_TEST_TIER:-}"
+echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+STUB
+chmod +x "$dir/san-path/compute-sanitizer"
+sanitize() {  # MGJOIN_SAN_KERNELS value, folder: racecheck and memcheck of e2e through device-sanitize.sh
+  PATH="$dir/san-path:$PATH" MGJOIN_BIN="$dir/bin" OUT="$dir/$2" MGJOIN_SAN_LOGS="$dir/$2/logs" MGJOIN_BUILT_IN="$dir/built" \
+    MGJOIN_SAN_KERNELS=$1 MGJOIN_SAN_TOOLS="racecheck memcheck" MGJOIN_SAN_SUITES=e2e MGJOIN_SAN_CASES=0 \
+    MGJOIN_SAN_PARALLEL=2 MGJOIN_TEST_TIER=sanitize bash scripts/device-sanitize.sh
+}
+san_out=$(sanitize ours san-ours) || fail "device-sanitize.sh with a stand-in: $san_out"
+for tool in racecheck memcheck; do
+  log="$dir/san-ours/logs/sanitize-$tool-e2e.log"
+  grep -q -- "--tool $tool .*--kernel-name kns=_ZN6mgjoin --kernel-name-exclude kns=_ZN3cub .*e2e_gpu_tests" "$log" &&
+    grep -q "^tier: sanitize" "$log" || fail "device-sanitize.sh ($tool, our kernels): $(cat "$log")"
+done
+workers=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+grep -q -- "--racecheck-num-workers $workers " "$dir/san-ours/logs/sanitize-racecheck-e2e.log" ||
+  fail "device-sanitize.sh: racecheck side by side without its share of workers: $(cat "$dir/san-ours/logs/sanitize-racecheck-e2e.log")"
+sanitize all san-all > /dev/null || fail "device-sanitize.sh with a stand-in, every kernel"
+if grep -q -- "--kernel-name" "$dir"/san-all/logs/*.log; then
+  fail "device-sanitize.sh: a kernel filter by default: $(cat "$dir"/san-all/logs/*.log)"
+fi
+status=0
+sanitize theirs san-bad > /dev/null 2>&1 || status=$?
+[ "$status" = 2 ] || fail "device-sanitize.sh MGJOIN_SAN_KERNELS=theirs: exit status $status, not 2"
 
 # ranks-bench end to end on the CPU path: six medians (one process, two ranks over NCCL's choice and
 # over MPI; count and materialized).
