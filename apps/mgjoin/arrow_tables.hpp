@@ -49,13 +49,19 @@ struct ArrowColumnInfo {
   std::string name;
   std::optional<DType> storage;  ///< nullopt: a type the engine cannot take (type_name says which)
   bool gathered = false;         ///< no storage, but Arrow's Take gathers it: a payload carried by row numbers
-  /// No storage, but a key through a shared dictionary: its family ("string", "binary", or the type for
-  /// fixed_size_binary and decimals: keys of one family join); empty: no such key.
+  /// No storage, but a key through a shared dictionary: its family ("string", "binary", the type for
+  /// fixed_size_binary, decimal_family(scale) for decimals of any width and precision: keys of one family
+  /// join); empty: no such key.
   std::string dictionary_key;
   std::string type_name;         ///< Arrow's name of the type, e.g. "date32[day]", "dictionary<...>"
   std::shared_ptr<const ArrowType> type;
   bool partition = false;  ///< a hive-style name=value folder's column
 };
+
+/// The dictionary key family of decimals of scale `scale` ("decimal of scale 2"): decimals of one scale
+/// join whatever their widths and precisions (cast to the larger precision), of different scales never.
+inline std::string decimal_family(int scale) { return "decimal of scale " + std::to_string(scale); }
+inline bool is_decimal_family(const std::string& family) { return family.starts_with("decimal of scale "); }
 
 /// A table of Parquet or Arrow IPC files, inspected (schemas and row counts), nothing decoded.
 struct ArrowTableSource {

@@ -41,7 +41,7 @@ struct JoinArgs {
   std::string on, r_key, r_payload, s_key, s_payload, r_dir, s_dir, r_path, s_path, out_dir, format;
   std::string r_columns, s_columns, how = "inner", output, gather_on = "auto", rank_exchange = "auto";
   std::string type, r_type, s_type, r_payload_type, s_payload_type;
-  bool count_only = false, json = false, overwrite = false, quiet = false;
+  bool count_only = false, json = false, overwrite = false, quiet = false, nulls_equal = false;
   EngineFlags engine;  // --gpus --gpu-ids --sort --exchange --gpu-memory-limit --tuning-file
 };
 
@@ -192,7 +192,7 @@ TableSource table_from_arrow(const std::string& opt, const fs::path& path, const
     MGJOIN_INPUT_EXPECTS(c->storage || !c->dictionary_key.empty(),
                          opt + " " + t.arrow->files.front().string() + ": key column " + k + " is " + c->type_name +
                              ", which mgjoin cannot join on (keys: numbers, bool, dates, times, timestamps, strings, "
-                             "binary, fixed_size_binary, decimal128 and decimal256)");
+                             "binary, fixed_size_binary and decimals)");
   }
   return t;
 }
@@ -577,10 +577,11 @@ void run_join(const JoinArgs& args) {
     ProgressBar bar(progress_wanted(args.quiet));
     TableJoinOptions with_bar = engine_options;
     with_bar.join.progress = with_test_interrupt(bar.callback());
-    // Payload nulls travel as hidden bool columns; rows with null keys match nothing (SQL).
+    // Payload nulls travel as hidden bool columns; rows with null keys match nothing (SQL), or each
+    // other with --nulls-equal.
     if (payloads) carry_payload_validity(r, with_bar.left_columns);
     if (s_payloads) carry_payload_validity(s, with_bar.right_columns);
-    joined = join_with_null_keys(r, s, with_bar, [](const TableView& a, const TableView& b, const TableJoinOptions& o) {
+    joined = join_with_null_keys(r, s, with_bar, args.nulls_equal, [](const TableView& a, const TableView& b, const TableJoinOptions& o) {
       return join_tables(a, b, o);
     });
   }
@@ -640,6 +641,10 @@ void add_join_command(CLI::App& app) {
   cmd->add_option("--s-columns", a->s_columns, "S's columns in the output, comma-separated (default: all but the key)");
   cmd->add_option("--how", a->how, "join kind: inner, left, right, full or outer (outer joins), semi or anti (left semi/anti)")
       ->capture_default_str();
+  cmd->add_flag("--nulls-equal", a->nulls_equal,
+                "null keys match each other (SQL's IS NOT DISTINCT FROM: a composite key's rows match where each "
+                "column is equal or null on both sides); default: a null key matches nothing (SQL's =). Nulls come "
+                "from Parquet and Arrow IPC tables (.npy tables hold none)");
   cmd->add_option("--gather-on", a->gather_on,
                   "where output columns are gathered by the join's row ids: auto (the CPU threads or the GPUs, by "
                   "a cost model), cpu or gpus")

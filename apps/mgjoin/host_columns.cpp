@@ -85,9 +85,11 @@ void check_key_pairs(const std::vector<KeyColumnType>& left, const std::vector<K
   for (std::size_t k = 0; k < left.size() && k < right.size(); ++k) {
     const KeyColumnType& a = left[k];
     const KeyColumnType& b = right[k];
-    if (a.dictionary_key != b.dictionary_key)
-      throw InputError(a.where + " is " + a.type_name + ", but " + b.where + " is " + b.type_name +
-                       ": keys of these types cannot be compared");
+    if (a.dictionary_key == b.dictionary_key) continue;
+    const bool scales = is_decimal_family(a.dictionary_key) && is_decimal_family(b.dictionary_key);
+    throw InputError(a.where + " is " + a.type_name + ", but " + b.where + " is " + b.type_name +
+                     ": keys of these types cannot be compared" +
+                     (scales ? " (decimals of different scales: cast one side to the other's scale)" : ""));
   }
 }
 

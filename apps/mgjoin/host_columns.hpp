@@ -56,8 +56,8 @@ struct KeyColumnType {
 };
 
 /// Refuses, in one line naming both columns, a key pair that cannot be compared: a dictionary key against
-/// a key of the engine's types or of another family (string and binary; decimals of another precision
-/// or scale; fixed_size_binary of another width).
+/// a key of the engine's types or of another family (string and binary; decimals of another scale, which
+/// say so; fixed_size_binary of another width). Decimals of one scale join whatever their precisions.
 void check_key_pairs(const std::vector<KeyColumnType>& left, const std::vector<KeyColumnType>& right);
 
 /// .npy output holds the engine's types only: @throw InputError naming the output column, its input

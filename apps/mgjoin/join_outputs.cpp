@@ -34,7 +34,7 @@ void drop_validity_columns(NullKeyJoin& join) {
   for (std::size_t k = 0; k < join.key_valid.size(); ++k)
     if (join.key_valid[k] && std::find(join.key_valid[k]->begin(), join.key_valid[k]->end(), false) != join.key_valid[k]->end())
       throw InputError(join.result.columns[k].name + ": the output holds null keys (rows whose key is null, kept "
-                       "unmatched), which .npy files cannot hold: use --format parquet or arrow");
+                       "unmatched or matched by --nulls-equal), which .npy files cannot hold: use --format parquet or arrow");
   auto& cols = join.result.columns;
   for (const NamedColumn& c : cols) {
     const auto target = validity_target(c.name);

@@ -3,6 +3,7 @@
 #include <mgjoin/error.hpp>
 
 #include <cstring>
+#include <map>
 #include <numeric>
 
 namespace mgjoin::cli {
@@ -12,18 +13,6 @@ constexpr std::string_view kValidityPrefix = "\x1fvalid:";
 
 bool is_key(const LoadedTable& t, const std::string& name) {
   return std::find(t.key.begin(), t.key.end(), name) != t.key.end();
-}
-
-/// Rows whose key is null: any key column without a value there.
-std::vector<bool> null_key_rows(const LoadedTable& t) {
-  std::vector<bool> null;
-  for (std::size_t i = 0; i < t.names.size(); ++i) {
-    if (!t.valid[i] || !is_key(t, t.names[i])) continue;
-    const bool* v = t.valid[i]->as<bool>();
-    null.resize(static_cast<std::size_t>(t.valid[i]->size()), false);
-    for (std::size_t row = 0; row < null.size(); ++row) null[row] = null[row] || !v[row];
-  }
-  return null;
 }
 
 HostColumn take(const HostColumn& c, const std::vector<std::int64_t>& rows) {
@@ -65,11 +54,126 @@ HostColumn concat(const std::vector<const HostColumn*>& parts) {
   return out;
 }
 
-/// Row indices of a part's gather map back into the table as read (-1 stays -1).
+/// Row indices of a part's gather map back into the table as read (-1 stays -1; no map: nothing).
 void remap(HostColumn& map, const std::vector<std::int64_t>& rows) {
+  if (!map.size()) return;
   auto* m = map.as<std::int64_t>();
   for (std::int64_t i = 0; i < map.size(); ++i)
     if (m[i] >= 0) m[i] = rows[static_cast<std::size_t>(m[i])];
+}
+
+std::int64_t rows_of(const LoadedTable& t) { return t.columns.empty() ? 0 : t.columns.front().size(); }
+
+std::size_t index_of(const LoadedTable& t, const std::string& name) {
+  const auto at = std::find(t.names.begin(), t.names.end(), name);
+  MGJOIN_EXPECTS(at != t.names.end(), "null keys: no column " + name);
+  return static_cast<std::size_t>(at - t.names.begin());
+}
+
+bool has_null_key(const LoadedTable& t) {
+  for (const std::string& k : t.key)
+    if (t.valid[index_of(t, k)]) return true;
+  return false;
+}
+
+/// Each row's null pattern: bit k set where key component k (t.key[k]) is null, 0 for a key without nulls.
+std::vector<std::uint64_t> null_patterns(const LoadedTable& t) {
+  std::vector<std::uint64_t> pattern(static_cast<std::size_t>(rows_of(t)), 0);
+  for (std::size_t k = 0; k < t.key.size(); ++k) {
+    const std::optional<HostColumn>& valid = t.valid[index_of(t, t.key[k])];
+    if (!valid) continue;
+    MGJOIN_INPUT_EXPECTS(k < 64, "key column " + t.key[k] + ": a key's nulls are followed in its first 64 columns "
+                                 "only: put the columns that hold nulls first");
+    const bool* v = valid->as<bool>();
+    for (std::size_t row = 0; row < pattern.size(); ++row)
+      if (!v[row]) pattern[row] |= std::uint64_t{1} << k;
+  }
+  return pattern;
+}
+
+/// The rows of each side whose key components are null in one pattern (bit k: component k).
+struct RowGroup {
+  std::uint64_t pattern = 0;
+  std::vector<std::int64_t> r_rows, s_rows;
+};
+
+/// The groups of rows by null pattern, the rows without a null key (pattern 0) first, always there.
+std::vector<RowGroup> null_pattern_groups(const LoadedTable& r, const LoadedTable& s) {
+  std::map<std::uint64_t, RowGroup> groups{{0, RowGroup{}}};
+  for (const LoadedTable* t : {&r, &s}) {
+    const std::vector<std::uint64_t> patterns = null_patterns(*t);
+    for (std::size_t row = 0; row < patterns.size(); ++row) {
+      RowGroup& g = groups[patterns[row]];
+      g.pattern = patterns[row];
+      (t == &r ? g.r_rows : g.s_rows).push_back(static_cast<std::int64_t>(row));
+    }
+  }
+  std::vector<RowGroup> out;
+  for (auto& [pattern, g] : groups) out.push_back(std::move(g));
+  return out;
+}
+
+/// The rows `rows` of `t`, each null key component's value zero: rows of one null pattern are then equal
+/// where their components are null.
+LoadedTable take_keyed(const LoadedTable& t, const std::vector<std::int64_t>& rows) {
+  LoadedTable out = take(t, rows);
+  for (const std::string& k : out.key) {
+    const std::size_t i = index_of(out, k);
+    if (!out.valid[i]) continue;
+    const bool* v = out.valid[i]->as<bool>();
+    const std::size_t w = dtype_size(out.columns[i].type());
+    auto* values = static_cast<std::byte*>(out.columns[i].data());
+    for (std::size_t row = 0; row < rows.size(); ++row)
+      if (!v[row]) std::memset(values + row * w, 0, w);
+  }
+  return out;
+}
+
+/// One engine join of a group's rows (or of one side's, against nothing), gather maps into the tables
+/// as read, and the null pattern of every key in its output.
+struct JoinPart {
+  TableJoinResult result;
+  std::uint64_t pattern = 0;
+};
+
+/// The parts' results as one: the first's, with the other parts' rows appended.
+TableJoinResult concat_parts(std::vector<JoinPart>& parts, const TableJoinOptions& o) {
+  TableJoinResult res = std::move(parts.front().result);
+  if (parts.size() == 1) return res;
+  const auto gather = [&](const HostColumn& first, HostColumn TableJoinResult::*member) {
+    std::vector<const HostColumn*> all{&first};
+    for (std::size_t p = 1; p < parts.size(); ++p) all.push_back(&(parts[p].result.*member));
+    return concat(all);
+  };
+  if (o.output == TableOutput::GatherMaps) {
+    res.left_rows = gather(res.left_rows, &TableJoinResult::left_rows);
+    if (outputs_right_columns(o.how)) res.right_rows = gather(res.right_rows, &TableJoinResult::right_rows);
+  }
+  for (std::size_t c = 0; c < res.columns.size(); ++c) {
+    std::vector<const HostColumn*> all{&res.columns[c].column};
+    for (std::size_t p = 1; p < parts.size(); ++p) {
+      MGJOIN_EXPECTS(parts[p].result.columns[c].name == res.columns[c].name, "null-key rows: columns out of step");
+      all.push_back(&parts[p].result.columns[c].column);
+    }
+    res.columns[c].column = concat(all);
+  }
+  for (std::size_t p = 1; p < parts.size(); ++p) {
+    res.count += parts[p].result.count;
+    res.seconds += parts[p].result.seconds;
+  }
+  return res;
+}
+
+/// Each output key column's validity (absent where it holds no null): a part's rows have its pattern.
+std::vector<std::optional<std::vector<bool>>> key_validity(const std::vector<JoinPart>& parts, std::size_t keys) {
+  std::vector<std::optional<std::vector<bool>>> out(keys);
+  for (std::size_t k = 0; k < keys && k < 64; ++k) {
+    const auto null_at = [k](const JoinPart& p) { return ((p.pattern >> k) & 1) != 0; };
+    if (std::none_of(parts.begin(), parts.end(), null_at)) continue;
+    std::vector<bool>& valid = out[k].emplace();
+    for (const JoinPart& p : parts) valid.insert(valid.end(), static_cast<std::size_t>(p.result.count), !null_at(p));
+  }
+  return out;
 }
 
 }  // namespace
@@ -110,98 +214,43 @@ void carry_payload_validity(LoadedTable& t, std::optional<std::vector<std::strin
   }
 }
 
-NullKeyJoin join_with_null_keys(const LoadedTable& r, const LoadedTable& s, const TableJoinOptions& o,
+NullKeyJoin join_with_null_keys(const LoadedTable& r, const LoadedTable& s, const TableJoinOptions& o, bool nulls_equal,
                                 const std::function<TableJoinResult(const TableView&, const TableView&,
                                                                     const TableJoinOptions&)>& run) {
   NullKeyJoin out;
   out.key_valid.resize(r.key.size());
-  const std::vector<bool> r_null = null_key_rows(r), s_null = null_key_rows(s);
-  const auto none = [](const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) == v.end(); };
-  if (none(r_null) && none(s_null)) {
+  if (!has_null_key(r) && !has_null_key(s)) {  // the tables as they are
     out.result = run(r.view(), s.view(), o);
     return out;
   }
-  // Split each side into the rows with a key and those without.
-  const auto split = [](const LoadedTable& t, const std::vector<bool>& null) {
-    std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> rows;  // with a key, without
-    const auto n = t.columns.empty() ? 0 : t.columns.front().size();
-    for (std::int64_t i = 0; i < n; ++i)
-      (!null.empty() && null[static_cast<std::size_t>(i)] ? rows.second : rows.first).push_back(i);
-    return rows;
+  std::vector<JoinPart> parts;
+  const std::vector<std::int64_t> none;
+  const std::vector<RowGroup> groups = null_pattern_groups(r, s);
+  const auto add = [&](std::uint64_t pattern, const std::vector<std::int64_t>& r_rows, const std::vector<std::int64_t>& s_rows) {
+    LoadedTable r_copy, s_copy;
+    const LoadedTable& rt = pattern == 0 && r_rows.size() == static_cast<std::size_t>(rows_of(r)) ? r : (r_copy = take_keyed(r, r_rows));
+    const LoadedTable& st = pattern == 0 && s_rows.size() == static_cast<std::size_t>(rows_of(s)) ? s : (s_copy = take_keyed(s, s_rows));
+    parts.push_back({run(rt.view(), st.view(), o), pattern});
+    remap(parts.back().result.left_rows, r_rows);
+    remap(parts.back().result.right_rows, s_rows);
   };
-  const auto [r_keyed, r_nulls] = split(r, r_null);
-  const auto [s_keyed, s_nulls] = split(s, s_null);
-  const LoadedTable rk = take(r, r_keyed), sk = take(s, s_keyed);
-  std::vector<TableJoinResult> parts;
-  std::vector<std::pair<const std::vector<std::int64_t>*, const std::vector<std::int64_t>*>> maps;  // per part
-  std::vector<const LoadedTable*> key_source;                                                     // per part
-  parts.push_back(run(rk.view(), sk.view(), o));
-  maps.push_back({&r_keyed, &s_keyed});
-  key_source.push_back(nullptr);
-  // A null key matches nothing: its rows join an empty other side, which makes them the kind's unmatched
-  // rows with the kind's columns and types.
   const bool keep_r = o.how == JoinKind::LeftOuter || o.how == JoinKind::FullOuter || o.how == JoinKind::LeftAnti;
   const bool keep_s = o.how == JoinKind::RightOuter || o.how == JoinKind::FullOuter;
-  const std::vector<std::int64_t> no_rows;
-  const LoadedTable r_empty = take(r, no_rows), s_empty = take(s, no_rows);
-  LoadedTable rn, sn;
-  if (keep_r && !r_nulls.empty()) {
-    rn = take(r, r_nulls);
-    parts.push_back(run(rn.view(), s_empty.view(), o));
-    maps.push_back({&r_nulls, &no_rows});
-    key_source.push_back(&rn);
-  }
-  if (keep_s && !s_nulls.empty()) {
-    sn = take(s, s_nulls);
-    parts.push_back(run(r_empty.view(), sn.view(), o));
-    maps.push_back({&no_rows, &s_nulls});
-    key_source.push_back(&sn);
-  }
-  for (std::size_t p = 0; p < parts.size(); ++p) {
-    if (parts[p].left_rows.size()) remap(parts[p].left_rows, *maps[p].first);
-    if (parts[p].right_rows.size()) remap(parts[p].right_rows, *maps[p].second);
-  }
-  if (parts.size() == 1) {
-    out.result = std::move(parts.front());
-    return out;
-  }
-  TableJoinResult& res = parts.front();  // the join's, with the other parts' rows appended
-  const std::uint64_t joined_rows = res.count;
-  const auto gather = [&](HostColumn TableJoinResult::*member) {
-    std::vector<const HostColumn*> all;
-    for (const auto& p : parts) all.push_back(&(p.*member));
-    return concat(all);
-  };
-  if (o.output == TableOutput::GatherMaps) {
-    HostColumn left = gather(&TableJoinResult::left_rows);
-    if (outputs_right_columns(o.how)) res.right_rows = gather(&TableJoinResult::right_rows);
-    res.left_rows = std::move(left);
-  }
-  for (std::size_t c = 0; c < res.columns.size(); ++c) {
-    std::vector<const HostColumn*> all{&res.columns[c].column};
-    for (std::size_t p = 1; p < parts.size(); ++p) {
-      MGJOIN_EXPECTS(parts[p].columns[c].name == res.columns[c].name, "null-key rows: columns out of step");
-      all.push_back(&parts[p].columns[c].column);
+  for (const RowGroup& g : groups) {
+    // The rows without a null key join each other; so do those of one null pattern with nulls_equal.
+    // Otherwise a null key matches nothing: its rows join an empty other side, which makes them the
+    // kind's unmatched rows with the kind's columns and types.
+    const bool r_out = !g.r_rows.empty() && (keep_r || !g.s_rows.empty());
+    const bool s_out = !g.s_rows.empty() && (keep_s || !g.r_rows.empty());
+    if (g.pattern == 0 || (nulls_equal && (r_out || s_out))) {
+      add(g.pattern, g.r_rows, g.s_rows);
+      continue;
     }
-    res.columns[c].column = concat(all);
+    if (keep_r && !g.r_rows.empty()) add(g.pattern, g.r_rows, none);
+    if (keep_s && !g.s_rows.empty()) add(g.pattern, none, g.s_rows);
   }
-  for (std::size_t p = 1; p < parts.size(); ++p) {
-    res.count += parts[p].count;
-    res.seconds += parts[p].seconds;
-  }
-  out.result = std::move(res);
-  if (o.output != TableOutput::Columns) return out;
-  // Each key column's validity: the join's rows have keys; the appended rows have their side's.
-  for (std::size_t k = 0; k < r.key.size(); ++k) {
-    std::vector<bool> valid(static_cast<std::size_t>(out.result.count), true);
-    std::size_t at = static_cast<std::size_t>(joined_rows);
-    for (std::size_t p = 1; p < parts.size(); ++p) {
-      const LoadedTable& t = *key_source[p];
-      const auto i = static_cast<std::size_t>(std::find(t.names.begin(), t.names.end(), t.key[k]) - t.names.begin());
-      for (std::uint64_t row = 0; row < parts[p].count; ++row, ++at) valid[at] = !t.valid[i] || t.valid[i]->as<bool>()[row];
-    }
-    out.key_valid[k] = std::move(valid);
-  }
+  if (o.output == TableOutput::Columns) out.key_valid = key_validity(parts, r.key.size());
+  out.result = concat_parts(parts, o);
   return out;
 }
 

@@ -1,12 +1,16 @@
 #pragma once
 // SQL's nulls for `mgjoin join` of tables read with validity (Parquet, Arrow IPC): a null key matches
-// nothing. Inner and semi joins drop the rows whose key is null before the join; left, right, full and
-// anti joins keep them as unmatched rows of their side (the other side's columns null), appended after
-// the join's own output. A payload column's validity travels through the join as a hidden bool column.
+// nothing (`=`). Inner and semi joins drop the rows whose key is null before the join; left, right, full
+// and anti joins keep them as unmatched rows of their side (the other side's columns null), appended
+// after the join's own output. With nulls_equal (--nulls-equal, SQL's `IS NOT DISTINCT FROM`) a null key
+// matches the other side's null keys instead: the rows of each null pattern (which components of a
+// composite key are null) join those of the same pattern on both sides, their null components made
+// equal, in one more engine join per pattern. A payload column's validity travels through the join as a
+// hidden bool column.
 //
 //   LoadedTable r = ..., s = ...;                       // columns, validity, key names
 //   carry_payload_validity(r, chosen_r);                // r.<name>'s validity as a hidden column
-//   NullKeyJoin j = join_with_null_keys(r, s, options, run);
+//   NullKeyJoin j = join_with_null_keys(r, s, options, nulls_equal, run);
 //   // j.result: the join's result with the null-key rows appended; j.key_valid: per output key column
 #include <mgjoin/table.hpp>
 
@@ -45,8 +49,10 @@ struct NullKeyJoin {
 };
 
 /// Joins `r` and `s` by `run` (join_tables with the CLI's engine and progress) after setting aside the
-/// rows whose key is null; gather maps index the tables as read.
+/// rows whose key is null, which match nothing or, with `nulls_equal`, the other side's rows whose key
+/// is null in the same components; gather maps index the tables as read.
 NullKeyJoin join_with_null_keys(const LoadedTable& r, const LoadedTable& s, const TableJoinOptions& options,
+                                bool nulls_equal,
                                 const std::function<TableJoinResult(const TableView&, const TableView&,
                                                                     const TableJoinOptions&)>& run);
 

@@ -347,6 +347,28 @@ def test_decimals_of_one_scale_join_across_widths(where):
     assert got.schema.field("k").type == pa.decimal64(10, 2) and got.column("w").to_pylist() == [1, 2]
 
 
+DECIMAL_PAIRS = [(pa.decimal128(12, 3), pa.decimal128(30, 3)), (pa.decimal64(15, 3), pa.decimal128(38, 3)),
+                 (pa.decimal256(45, 3), pa.decimal128(20, 3)), (pa.decimal32(9, 3), pa.decimal256(40, 3))]
+
+
+@pytest.mark.parametrize("how", ["inner", "full", "semi", "anti"])
+@pytest.mark.parametrize("left_type,right_type", DECIMAL_PAIRS, ids=lambda t: str(t))
+def test_decimals_of_one_scale_and_different_precisions_join_as_the_references_do(rng, where, how, left_type,
+                                                                                   right_type):
+    """The CLI's rule too: one scale joins whatever the precisions (values at the narrower one's full
+    precision included), against the dict reference and DuckDB (decimal128 on both sides)."""
+    digits = min(left_type.precision, right_type.precision) - 3
+    extremes = [Decimal("9" * digits + ".999"), Decimal("-" + "9" * digits + ".999"), Decimal("0.001")]
+    pool = extremes + [Decimal(int(i)).scaleb(-3) for i in rng.integers(-10**min(digits, 9), 10**min(digits, 9), 40)]
+    left = pa.array(drawn(rng, pool, 120, 0, 30, null_share=0.1), left_type)
+    right = pa.array(drawn(rng, pool, 90, 0, len(pool), null_share=0.1), right_type)
+    duck = pa.types.is_decimal128(left_type) and pa.types.is_decimal128(right_type)
+    check([left], [right], how, where, same_names=False, duck=duck)
+    got = mgjoin.join({"k": left}, {"k": right}, on="k", how="full", **where)
+    precision = max(left_type.precision, right_type.precision)
+    assert got.schema.field("k").type == (pa.decimal128 if precision <= 38 else pa.decimal256)(precision, 3)
+
+
 def test_int64_codes_past_the_int32_dictionary_limit(rng, where, monkeypatch):
     from mgjoin import _dictionary_keys
 
@@ -437,6 +459,10 @@ def test_lowered_offset_limit_joins_as_the_references_do(rng, where, monkeypatch
     (pa.array([Decimal("1.5")], pa.decimal128(20, 1)), pa.array([Decimal("1.50")], pa.decimal128(20, 2)),
      ": decimals of different scales"),
     (pa.array([Decimal("1.5")], pa.decimal256(40, 1)), pa.array(["1.5"]), ""),
+    (pa.array([Decimal("1.50")], pa.decimal32(9, 2)), pa.array([Decimal("1.500")], pa.decimal256(40, 3)),
+     ": decimals of different scales (cast one side to the other's)"),
+    (pa.array([Decimal("1.50")], pa.decimal128(10, 2)), pa.array([Decimal("1.5")], pa.decimal64(12, 1)),
+     ": decimals of different scales"),
 ])
 def test_keys_of_kinds_that_do_not_compare_name_both_columns(left, right, why):
     message = f"key types differ: left column 'a' is {left.type}, right column 'b' is {right.type}{why}"

@@ -23,7 +23,7 @@ class CliArrowEdges : public CliTest {
       return s;
     };
     const std::string args = "join --r " + r_path + " --s " + s_path + " --r-key " + names(c.r_on) + " --s-key " +
-                             names(c.s_on) + " --how " + c.how + " --gpus 0 -q --overwrite --out-dir out --format " +
+                             names(c.s_on) + (c.nulls_equal ? " --nulls-equal" : "") + " --how " + c.how + " --gpus 0 -q --overwrite --out-dir out --format " +
                              format + " --r-columns " + names(c.r_cols) +
                              (c.s_cols.empty() ? "" : " --s-columns " + names(c.s_cols));
     const CliResult res = mgjoin(args, env);

@@ -12,6 +12,7 @@
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/writer.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -97,6 +98,7 @@ struct JoinCase {
   std::vector<std::string> r_on, s_on;
   std::string how = "inner";
   std::vector<std::string> r_cols, s_cols;
+  bool nulls_equal = false;  ///< --nulls-equal
 
   /// The output's column names: "key" or "key.<R name>" per key column, then r.<name>, s.<name>.
   std::vector<std::string> output_names() const {
@@ -108,45 +110,52 @@ struct JoinCase {
     return names;
   }
 
-  /// SQL's join of r and s as rows of text, by a nested loop: a null key matches nothing; the key of an
-  /// output row is R's, or S's where R has no row.
+  /// SQL's join of r and s as pairs of row numbers (-1: the side has no row), by a nested loop over the
+  /// keys as text: a null key matches nothing, or with nulls_equal a key whose every component is equal or
+  /// null on both sides (IS NOT DISTINCT FROM).
+  std::vector<std::pair<std::int64_t, std::int64_t>> matches() const {
+    const auto has_null = [this](const std::vector<std::string>& k) {
+      return !nulls_equal && std::find(k.begin(), k.end(), "null") != k.end();
+    };
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    std::vector<bool> s_matched(static_cast<std::size_t>(s->num_rows()), false);
+    for (std::int64_t i = 0; i < r->num_rows(); ++i) {
+      const auto rk = key_of(*r, r_on, i);
+      bool matched = false;
+      for (std::int64_t j = 0; j < s->num_rows() && !has_null(rk); ++j) {
+        if (key_of(*s, s_on, j) != rk) continue;
+        matched = true;
+        s_matched[static_cast<std::size_t>(j)] = true;
+        if (how != "semi" && how != "anti") out.emplace_back(i, j);
+      }
+      if ((how == "semi" && matched) || (!matched && (how == "left" || how == "full" || how == "anti")))
+        out.emplace_back(i, -1);
+    }
+    for (std::int64_t j = 0; j < s->num_rows(); ++j)
+      if (!s_matched[static_cast<std::size_t>(j)] && (how == "right" || how == "full")) out.emplace_back(-1, j);
+    return out;
+  }
+
+  /// The join's output (matches()) as rows of text; the key of an output row is R's, or S's where R has
+  /// no row.
   std::multiset<std::string> reference() const {
-    const auto key = [](const arrow::Table& t, const std::vector<std::string>& on, std::int64_t row) {
-      std::vector<std::string> parts;
-      for (const std::string& k : on) parts.push_back(cell(t, k, row));
-      return parts;
-    };
-    const auto has_null = [](const std::vector<std::string>& k) {
-      for (const std::string& p : k)
-        if (p == "null") return true;
-      return false;
-    };
-    const auto row_text = [&](const std::vector<std::string>& k, std::int64_t i, std::int64_t j) {
+    std::multiset<std::string> rows;
+    for (const auto& [i, j] : matches()) {
       std::string row;
-      for (const std::string& p : k) row += p + "|";
+      for (const std::string& p : i < 0 ? key_of(*s, s_on, j) : key_of(*r, r_on, i)) row += p + "|";
       for (const std::string& c : r_cols) row += (i < 0 ? "null" : cell(*r, c, i)) + "|";
       if (how != "semi" && how != "anti")
         for (const std::string& c : s_cols) row += (j < 0 ? "null" : cell(*s, c, j)) + "|";
-      return row;
-    };
-    std::multiset<std::string> rows;
-    std::vector<bool> s_matched(static_cast<std::size_t>(s->num_rows()), false);
-    for (std::int64_t i = 0; i < r->num_rows(); ++i) {
-      const auto rk = key(*r, r_on, i);
-      bool matched = false;
-      for (std::int64_t j = 0; j < s->num_rows() && !has_null(rk); ++j) {
-        if (key(*s, s_on, j) != rk) continue;
-        matched = true;
-        s_matched[static_cast<std::size_t>(j)] = true;
-        if (how != "semi" && how != "anti") rows.insert(row_text(rk, i, j));
-      }
-      if ((how == "semi" && matched) || (!matched && (how == "left" || how == "full" || how == "anti")))
-        rows.insert(row_text(rk, i, -1));
+      rows.insert(row);
     }
-    for (std::int64_t j = 0; j < s->num_rows(); ++j)
-      if (!s_matched[static_cast<std::size_t>(j)] && (how == "right" || how == "full"))
-        rows.insert(row_text(key(*s, s_on, j), -1, j));
     return rows;
+  }
+
+ private:
+  static std::vector<std::string> key_of(const arrow::Table& t, const std::vector<std::string>& on, std::int64_t row) {
+    std::vector<std::string> parts;
+    for (const std::string& k : on) parts.push_back(cell(t, k, row));
+    return parts;
   }
 };
 

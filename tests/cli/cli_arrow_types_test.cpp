@@ -30,7 +30,8 @@ class CliArrowTypes : public CliTest {
   void expect_join_of_files(const JoinCase& c, const std::string& r_path, const std::string& s_path,
                             const std::string& more = "") {
     const std::string out = "out_" + c.how;
-    std::string on = "--r-key " + join_names(c.r_on) + " --s-key " + join_names(c.s_on);
+    std::string on = "--r-key " + join_names(c.r_on) + " --s-key " + join_names(c.s_on) +
+                     (c.nulls_equal ? " --nulls-equal" : "");
     const std::string args = "join --r " + r_path + " --s " + s_path + " " + on + " --how " + c.how +
                              " --gpus 0 -q --overwrite --out-dir " + out + " --r-columns " + join_names(c.r_cols) +
                              (c.s_cols.empty() ? "" : " --s-columns " + join_names(c.s_cols)) + " " + more;
@@ -257,6 +258,100 @@ TEST_F(CliArrowTypes, KeysOfBinaryDecimalAndFixedSizeBinaryAndADictionary) {
   }
 }
 
+TEST_F(CliArrowTypes, DecimalKeysOfOneScaleJoinWhateverTheirPrecisionAndWidth) {
+  // Values at the narrower side's full precision, which the cast to the wider one keeps exactly.
+  const struct {
+    std::shared_ptr<arrow::DataType> r, s, key;
+    const char* r_file;
+  } pairs[] = {
+      {arrow::decimal128(12, 2), arrow::decimal128(30, 2), arrow::decimal128(30, 2), "r.parquet"},
+      {arrow::decimal128(38, 2), arrow::decimal256(40, 2), arrow::decimal256(40, 2), "r.parquet"},
+      {arrow::decimal32(9, 2), arrow::decimal128(20, 2), arrow::decimal128(20, 2), "r.arrow"},
+      {arrow::decimal64(18, 2), arrow::decimal64(18, 2), arrow::decimal64(18, 2), "r.arrow"},
+  };
+  for (const auto& p : pairs) {
+    const int digits = static_cast<const arrow::DecimalType&>(*p.r).precision() - 2;
+    const std::string big = std::string(static_cast<std::size_t>(digits), '9') + ".99";
+    JoinCase c;
+    c.r = table({{"k", col(p.r, R"(["1.10", "-0.01", null, ")" + big + R"(", "1.10", "-)" + big + R"("])")},
+                 {"i", col(arrow::int32(), "[0, 1, 2, 3, 4, 5]")}});
+    c.s = table({{"k", col(p.s, R"(["1.10", "0.01", ")" + big + R"(", "-0.01", null, "-)" + big + R"("])")},
+                 {"j", col(arrow::int32(), "[10, 11, 12, 13, 14, 15]")}});
+    c.r_on = c.s_on = {"k"};
+    c.r_cols = {"i", "k"};
+    c.s_cols = {"j", "k"};
+    const std::string s_file = std::string("s") + (std::string(p.r_file).ends_with(".arrow") ? ".arrow" : ".parquet");
+    for (const std::string& how : kKinds) {
+      c.how = how;
+      SCOPED_TRACE(p.r->ToString() + " " + p.s->ToString() + " " + how);
+      expect_join(c, p.r_file, s_file, 4);
+      if (how != "full") continue;
+      const auto got = read_table(dir() / "out_full" / (s_file == "s.arrow" ? "part-0.arrow" : "part-0.parquet"));
+      EXPECT_EQ(got->schema()->GetFieldByName("key")->type()->ToString(), p.key->ToString());
+      EXPECT_EQ(got->schema()->GetFieldByName("r.k")->type()->ToString(), p.r->ToString());  // each side's own
+      EXPECT_EQ(got->schema()->GetFieldByName("s.k")->type()->ToString(), p.s->ToString());
+    }
+  }
+}
+
+/// Keys with nulls: an integer, a string (through a dictionary) and a composite key of both, each null
+/// pattern on both sides or on one, every kind with and without --nulls-equal.
+TEST_F(CliArrowTypes, NullsEqualMatchesNullKeysInEveryJoinKind) {
+  JoinCase c;
+  c.r = table({{"name", col(arrow::utf8(), R"(["a", null, "a", null, "b", null, "c", "a"])")},
+               {"id", col(arrow::int64(), "[1, 1, null, null, 2, 1, null, 1]")},
+               {"p", col(arrow::int32(), "[0, 1, 2, 3, 4, 5, 6, 7]")}});
+  c.s = table({{"nm", col(arrow::utf8(), R"(["a", null, null, "a", "b", null, "d"])")},
+               {"ident", col(arrow::int32(), "[1, 1, null, null, null, 2, 4]")},
+               {"q", col(arrow::utf8(), R"(["q0", "q1", "q2", "q3", "q4", null, "q6"])")}});
+  c.r_cols = {"p"};
+  c.s_cols = {"q"};
+  const std::pair<std::vector<std::string>, std::vector<std::string>> keys[] = {
+      {{"id"}, {"ident"}}, {{"name"}, {"nm"}}, {{"name", "id"}, {"nm", "ident"}}};
+  for (const auto& [r_on, s_on] : keys) {
+    c.r_on = r_on;
+    c.s_on = s_on;
+    for (const bool equal : {false, true}) {
+      c.nulls_equal = equal;
+      for (const std::string& how : kKinds) {
+        c.how = how;
+        SCOPED_TRACE(join_names(r_on) + (equal ? " --nulls-equal " : " ") + how);
+        expect_join(c, "r.parquet", "s.arrow", 3, "--format parquet");
+      }
+    }
+  }
+}
+
+TEST_F(CliArrowTypes, NullsEqualGatherMapsPairTheRowsANestedLoopPairs) {
+  JoinCase c;
+  c.r = table({{"a", col(arrow::utf8(), R"(["x", null, "x", null, "y", null])")},
+               {"b", col(arrow::int16(), "[1, 1, null, null, 2, 1]")}});
+  c.s = table({{"a", col(arrow::utf8(), R"([null, "x", null, "x", null, "z"])")},
+               {"b", col(arrow::int16(), "[1, null, null, 1, 1, null]")}});
+  c.r_on = c.s_on = {"a", "b"};
+  c.nulls_equal = true;
+  write_table(dir() / "r.parquet", *c.r, 4);
+  write_table(dir() / "s.parquet", *c.s, 4);
+  for (const std::string& how : kKinds) {
+    c.how = how;
+    SCOPED_TRACE(how);
+    const CliResult res = mgjoin("join --r r.parquet --s s.parquet --on a,b --nulls-equal --output maps --how " + how +
+                                 " --gpus 0 -q --overwrite --out-dir maps");
+    ASSERT_EQ(res.exit_code, 0) << res.err;
+    const auto got = read_table(dir() / "maps/part-0.parquet");
+    std::multiset<std::pair<std::int64_t, std::int64_t>> pairs, want;
+    for (std::int64_t i = 0; i < got->num_rows(); ++i) {
+      const auto row = [&](const char* name) {
+        const std::string text = cell(*got, name, i);
+        return text == "null" || text.starts_with("<no column") ? std::int64_t{-1} : std::stoll(text.substr(1));
+      };
+      pairs.emplace(row("r.row"), row("s.row"));
+    }
+    for (const auto& m : c.matches()) want.insert(m);
+    EXPECT_EQ(pairs, want);
+  }
+}
+
 TEST_F(CliArrowTypes, KeysThatCannotBeComparedAreRefusedInOneLineNamingBothColumns) {
   write_table(dir() / "str.parquet", *table({{"a", col(arrow::utf8(), R"(["x"])")}}));
   write_table(dir() / "bin.parquet", *table({{"b", col(arrow::binary(), R"(["x"])")}}));
@@ -268,13 +363,16 @@ TEST_F(CliArrowTypes, KeysThatCannotBeComparedAreRefusedInOneLineNamingBothColum
   write_table(dir() / "f4.parquet", *table({{"b", col(arrow::fixed_size_binary(4), R"(["abcd"])")}}));
   write_table(dir() / "list.parquet", *table({{"a", col(arrow::list(arrow::int32()), "[[1]]")}}));
   const std::string both[] = {"key column a of --r ", "key column b of --s ", "cannot be compared"};
-  const std::pair<std::string, std::string> pairs[] = {{"str", "bin"}, {"str", "int"}, {"d152", "d153"},
-                                                       {"d152", "d122"}, {"f3", "f4"}};
+  const std::pair<std::string, std::string> pairs[] = {{"str", "bin"}, {"str", "int"}, {"d152", "d153"}, {"f3", "f4"}};
   for (const auto& [r, s] : pairs) {
     SCOPED_TRACE(r + " " + s);
     expect_refused("join --r " + r + ".parquet --s " + s + ".parquet --r-key a --s-key b",
                    {both[0] + r + ".parquet", both[1] + s + ".parquet", both[2]});
   }
+  expect_refused("join --r d152.parquet --s d153.parquet --r-key a --s-key b",
+                 {"key column a of --r d152.parquet is decimal128(15, 2)", "key column b of --s d153.parquet is "
+                  "decimal128(15, 3)", "decimals of different scales"});
+  expect_refused("join --r d122.parquet --s d153.parquet --on b", {"decimal128(12, 2)", "decimal128(15, 3)", "scales"});
   expect_refused("join --r int.parquet --s str.parquet --r-key b --s-key a",
                  {"key column b of --r int.parquet is int64", "key column a of --s str.parquet is string"});
   expect_refused("join --r list.parquet --s str.parquet --on a", {"list.parquet", "key column a", "cannot join on"});

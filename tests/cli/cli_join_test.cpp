@@ -83,6 +83,23 @@ TEST_F(CliTest, DirectoryWithPlainNamesAndRawFilesWithType) {
   EXPECT_EQ(r.out, "6\n");  // -2 twice, 5, MIN, MAX twice
 }
 
+TEST_F(CliTest, NullsEqualIsAcceptedForNpyTablesAndChangesNothing) {
+  // .npy files hold no nulls: --nulls-equal leaves every kind's rows as they are (0 is a key like any).
+  const std::vector<std::int64_t> r_key{5, 0, 1, 0, 9}, s_key{0, 5, 5, 7};
+  std::filesystem::create_directory(dir() / "r");
+  std::filesystem::create_directory(dir() / "s");
+  write_column(path("r/key.npy"), ColumnView{r_key.data(), 5, DType::Int64});
+  write_column(path("s/key.npy"), ColumnView{s_key.data(), 4, DType::Int64});
+  const std::pair<const char*, const char*> kinds[] = {{"inner", "4\n"}, {"left", "6\n"}, {"full", "7\n"},
+                                                       {"semi", "3\n"}, {"anti", "2\n"}};
+  for (const auto& [how, want] : kinds)
+    for (const char* flag : {"", " --nulls-equal"}) {
+      const CliResult r = mgjoin(std::string("join --r r --s s --how ") + how + flag + " --gpus 0 --count");
+      ASSERT_EQ(r.exit_code, 0) << how << flag << "\n" << r.err;
+      EXPECT_EQ(r.out, want) << how << flag;
+    }
+}
+
 TEST_F(CliTest, EmptyRelationJoinsToNothing) {
   ASSERT_EQ(mgjoin("generate --workload B --scale 0 --out-dir gen").exit_code, 0);
   CliResult r = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --count");

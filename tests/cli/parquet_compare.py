@@ -8,8 +8,8 @@ Parquet file and as an Arrow IPC file with a dictionary-encoded column; runs
     mgjoin join --r R --s S --on k --how KIND --gpus 0 (--out-dir | --count | --output maps) [--format F]
 
 for every join kind and compares with DuckDB (reading the same files) as multisets of rows: SQL's null keys
-(a null key matches nothing; outer and anti joins keep its rows unmatched), payload nulls, the columns'
-types (dates stay dates). Then the bad inputs: a truncated file, schemas that differ between a dataset's
+(a null key matches nothing; outer and anti joins keep its rows unmatched; with --nulls-equal null keys
+match each other, as DuckDB's IS NOT DISTINCT FROM), payload nulls, the columns' types (dates stay dates). Then the bad inputs: a truncated file, schemas that differ between a dataset's
 files, a key column missing, a type mgjoin cannot take, nulls for .npy output: one line naming the file and
 column, exit 2, nothing written.
 
@@ -78,13 +78,19 @@ def rows_of(con, sql):
     return collections.Counter(tuple(r) for r in con.execute(sql).fetchall())
 
 
-def compare_kinds(mgjoin, duckdb, d, s_file, s_sql, s_cols, more=()):
+def equal_keys(a, b, nulls_equal):
+    """SQL's comparison of two keys: `=`, or with --nulls-equal `IS NOT DISTINCT FROM` (nulls match)."""
+    return f"{a} IS NOT DISTINCT FROM {b}" if nulls_equal else f"{a} = {b}"
+
+
+def compare_kinds(mgjoin, duckdb, d, s_file, s_sql, s_cols, more=(), nulls_equal=False):
     con = duckdb.connect()
+    more = list(more) + (["--nulls-equal"] if nulls_equal else [])
     con.execute(f"CREATE VIEW R AS SELECT * FROM read_parquet('{d}/R/**/*.parquet', hive_partitioning = true)")
     con.execute(f"CREATE VIEW S AS {s_sql}")
     r_cols = ["d", "p", "t", "year"]
     for how in KINDS:
-        out = f"{d}/out_{how}_{os.path.basename(s_file)}"
+        out = f"{d}/out_{how}_{os.path.basename(s_file)}{'_nulls_equal' if nulls_equal else ''}"
         res = run(mgjoin, ["join", "--r", "R", "--s", s_file, "--on", "k", "--how", how, "--gpus", "0", "-q",
                            "--r-columns", ",".join(r_cols), "--out-dir", out] + list(more), d)
         check(res.returncode == 0, f"{how} {s_file}: exit {res.returncode}: {res.stderr.strip()}")
@@ -96,10 +102,11 @@ def compare_kinds(mgjoin, duckdb, d, s_file, s_sql, s_cols, more=()):
         ss = ", ".join(f"s.{c}" for c in s_cols)
         if how in ("semi", "anti"):
             want = rows_of(con, f"SELECT r.k, {rs} FROM R r WHERE {'' if how == 'semi' else 'NOT '}"
-                                f"EXISTS (SELECT 1 FROM S s WHERE s.k = r.k)")
+                                f"EXISTS (SELECT 1 FROM S s WHERE {equal_keys('s.k', 'r.k', nulls_equal)})")
             cols = ["key"] + [f"r.{c}" for c in r_cols]
         else:
-            want = rows_of(con, f"SELECT COALESCE(r.k, s.k), {rs}, {ss} FROM R r {SQL_JOIN[how]} S s ON r.k = s.k")
+            want = rows_of(con, f"SELECT COALESCE(r.k, s.k), {rs}, {ss} FROM R r {SQL_JOIN[how]} S s "
+                                f"ON {equal_keys('r.k', 's.k', nulls_equal)}")
             cols = ["key"] + [f"r.{c}" for c in r_cols] + [f"s.{c}" for c in s_cols]
         reader = "read_parquet" if got_file.endswith(".parquet") else None
         if reader:
@@ -110,7 +117,8 @@ def compare_kinds(mgjoin, duckdb, d, s_file, s_sql, s_cols, more=()):
             got = collections.Counter(zip(*[tbl.column(c).to_pylist() for c in cols]))
         check(got == want, f"{how} with {s_file}: {sum(got.values())} rows, DuckDB {sum(want.values())}; "
                            f"only mgjoin: {list((got - want).items())[:3]}, only DuckDB: {list((want - got).items())[:3]}")
-        count = run(mgjoin, ["join", "--r", "R", "--s", s_file, "--on", "k", "--how", how, "--gpus", "0", "--count"], d)
+        count = run(mgjoin, ["join", "--r", "R", "--s", s_file, "--on", "k", "--how", how, "--gpus", "0", "--count"] +
+                    (["--nulls-equal"] if nulls_equal else []), d)
         check(count.stdout.strip() == str(sum(want.values())), f"{how} --count: {count.stdout.strip()} {count.stderr.strip()}")
 
 
@@ -224,10 +232,11 @@ def write_tpch_like(pa, pq, rng, d):
         pq.write_table(orders, f"{d}/orders/part-{part}.parquet", row_group_size=128)
 
 
-def compare_tpch_like(mgjoin, duckdb, pa, pq, d):
+def compare_tpch_like(mgjoin, duckdb, pa, pq, d, nulls_equal=False):
     """orders joined with customer on o_custkey (int) and on the clerk (string), every kind: row counts and
     aggregates (exact decimal sums, string lengths, distinct counts, dates) of mgjoin's output against
-    DuckDB's join of the same files; the output's types are the inputs'."""
+    DuckDB's join of the same files (with --nulls-equal, DuckDB's IS NOT DISTINCT FROM); the output's
+    types are the inputs'."""
     con = duckdb.connect()
     con.execute(f"CREATE VIEW O AS SELECT * FROM read_parquet('{d}/orders/*.parquet')")
     con.execute(f"CREATE VIEW C AS SELECT * FROM read_parquet('{d}/customer.parquet')")
@@ -238,10 +247,11 @@ def compare_tpch_like(mgjoin, duckdb, pa, pq, d):
                   "count(DISTINCT {c_mktsegment})", "sum(length({c_mktsegment}))", "count(DISTINCT {k})"]
     for r_key, s_key in [("o_custkey", "c_custkey"), ("o_clerk", "c_clerk")]:
         for how in KINDS:
-            out = f"{d}/tpch_{r_key}_{how}"
+            out = f"{d}/tpch_{r_key}_{how}{'_nulls_equal' if nulls_equal else ''}"
             res = run(mgjoin, ["join", "--r", "orders", "--s", "customer.parquet", "--r-key", r_key, "--s-key", s_key,
                                "--how", how, "--gpus", "0", "-q", "--r-columns", ",".join(r_cols),
-                               "--s-columns", ",".join(s_cols), "--out-dir", out], d)
+                               "--s-columns", ",".join(s_cols), "--out-dir", out] +
+                      (["--nulls-equal"] if nulls_equal else []), d)
             check(res.returncode == 0, f"tpch {r_key} {how}: exit {res.returncode}: {res.stderr.strip()}")
             if res.returncode:
                 continue
@@ -254,10 +264,10 @@ def compare_tpch_like(mgjoin, duckdb, pa, pq, d):
             ref.update({c: ("NULL" if semi else f"c.{c}") for c in s_cols})
             if semi:
                 source = (f"O o WHERE {'' if how == 'semi' else 'NOT '}EXISTS "
-                          f"(SELECT 1 FROM C c WHERE c.{s_key} = o.{r_key})")
+                          f"(SELECT 1 FROM C c WHERE {equal_keys(f'c.{s_key}', f'o.{r_key}', nulls_equal)})")
                 k = f"o.{r_key}"
             else:
-                source = f"O o {SQL_JOIN[how]} C c ON o.{r_key} = c.{s_key}"
+                source = f"O o {SQL_JOIN[how]} C c ON {equal_keys(f'o.{r_key}', f'c.{s_key}', nulls_equal)}"
                 k = f"COALESCE(o.{r_key}, c.{s_key})"
             want = con.execute("SELECT " + ", ".join(a.format(k=k, **ref) for a in aggregates) + f" FROM {source}").fetchall()
             check(got == want, f"tpch {r_key} {how}: mgjoin {got}, DuckDB {want}")
@@ -301,9 +311,12 @@ def main():
                                                ("c", pa.int64())])), f"{d}/S_with_c.parquet")
         compare_kinds(mgjoin, duckdb, d, "S.arrow", f"SELECT * FROM read_parquet('{d}/S_with_c.parquet')", ["b", "c", "w"],
                       ["--format", "arrow"])
+        compare_kinds(mgjoin, duckdb, d, "S.parquet", f"SELECT * FROM read_parquet('{d}/S.parquet')", ["b", "w"],
+                      nulls_equal=True)
         check_types_and_maps(mgjoin, pa, pq, d)
         write_tpch_like(pa, pq, rng, d)
         compare_tpch_like(mgjoin, duckdb, pa, pq, d)
+        compare_tpch_like(mgjoin, duckdb, pa, pq, d, nulls_equal=True)
         check_bad_inputs(mgjoin, pa, pq, d)
     finally:
         if not a.keep:

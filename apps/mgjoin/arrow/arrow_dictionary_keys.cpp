@@ -7,7 +7,8 @@
 // The dictionary is Arrow's DictionaryEncode of both sides' values together, not a hash table of ours:
 // Arrow's hash kernels are maintained and tested, cover every one of these types (offsets of 32 and 64
 // bits, views, fixed widths, decimals) and their nulls, and are fast; equality is of the values' bytes,
-// which for these types is SQL's equality (decimals of one precision and scale, checked before).
+// which for these types is SQL's equality (decimals of one scale, checked before, each side cast to the
+// larger precision: a cast to a wider decimal of the same scale keeps every value as it is).
 #include "arrow_internal.hpp"
 
 #include <arrow/compute/api.h>
@@ -17,18 +18,31 @@
 namespace mgjoin::cli {
 namespace {
 
-/// The type both sides are encoded as: strings and binary values as their large type, whatever the sides'
-/// (the shared dictionary is one array: 32-bit offsets would fail past 2 GiB of distinct values; only the
-/// dictionary pays the 8-byte offsets); decimals and fixed_size_binary as theirs (the sides agree).
-std::shared_ptr<arrow::DataType> encoded_type(const std::shared_ptr<arrow::DataType>& a) {
-  const std::string family = dictionary_key_family(*a);
-  return family == "string" ? arrow::large_utf8() : family == "binary" ? arrow::large_binary() : a;
+/// Decimals of one scale as one type: the larger precision of the two, as decimal128 where it fits
+/// (decimal32 and decimal64 have no hash kernels), else decimal256.
+std::shared_ptr<arrow::DataType> wider_decimal(const arrow::DataType& a, const arrow::DataType& b) {
+  const auto& da = static_cast<const arrow::DecimalType&>(a);
+  const int precision = std::max(da.precision(), static_cast<const arrow::DecimalType&>(b).precision());
+  return precision <= arrow::Decimal128Type::kMaxPrecision ? arrow::decimal128(precision, da.scale())
+                                                           : arrow::decimal256(precision, da.scale());
 }
 
-/// The output key's type: the sides' where they agree, else the large type of their family.
+/// The type both sides are encoded as: strings and binary values as their large type, whatever the sides'
+/// (the shared dictionary is one array: 32-bit offsets would fail past 2 GiB of distinct values; only the
+/// dictionary pays the 8-byte offsets); decimals (of one scale) at the larger precision; fixed_size_binary
+/// as theirs (the sides agree).
+std::shared_ptr<arrow::DataType> encoded_type(const std::shared_ptr<arrow::DataType>& a,
+                                              const std::shared_ptr<arrow::DataType>& b) {
+  const std::string family = dictionary_key_family(*a);
+  if (family == "string") return arrow::large_utf8();
+  if (family == "binary") return arrow::large_binary();
+  return arrow::is_decimal(a->id()) ? wider_decimal(*a, *b) : a;
+}
+
+/// The output key's type: the sides' where they agree, else the type they are encoded as.
 std::shared_ptr<arrow::DataType> key_type(const std::shared_ptr<arrow::DataType>& a,
                                           const std::shared_ptr<arrow::DataType>& b) {
-  return a->Equals(*b) ? a : encoded_type(a);
+  return a->Equals(*b) ? a : encoded_type(a, b);
 }
 
 /// Codes of `rows` rows (zero where null) and their validity.
@@ -62,7 +76,9 @@ std::string dictionary_key_family(const arrow::DataType& t) {
   switch (t.id()) {
     case arrow::Type::STRING: case arrow::Type::LARGE_STRING: case arrow::Type::STRING_VIEW: return "string";
     case arrow::Type::BINARY: case arrow::Type::LARGE_BINARY: case arrow::Type::BINARY_VIEW: return "binary";
-    case arrow::Type::FIXED_SIZE_BINARY: case arrow::Type::DECIMAL128: case arrow::Type::DECIMAL256: return t.ToString();
+    case arrow::Type::FIXED_SIZE_BINARY: return t.ToString();
+    case arrow::Type::DECIMAL32: case arrow::Type::DECIMAL64: case arrow::Type::DECIMAL128: case arrow::Type::DECIMAL256:
+      return decimal_family(static_cast<const arrow::DecimalType&>(t).scale());
     default: return "";
   }
 }
@@ -71,7 +87,7 @@ DictionaryKeys encode_dictionary_keys(const ArrowColumn& left, const ArrowColumn
                                       const std::string& output) {
   initialize_arrow_compute();
   const std::string what = output + ": encoding " + left.where + " and " + right.where + " through one dictionary";
-  const auto type = encoded_type(left.data->type());
+  const auto type = encoded_type(left.data->type(), right.data->type());
   arrow::ArrayVector chunks;  // the left side's, then the right side's: one column, one dictionary
   for (const ArrowColumn* side : {&left, &right}) {
     arrow::Datum values(side->data);

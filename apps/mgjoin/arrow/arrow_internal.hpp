@@ -63,7 +63,7 @@ bool takes(const std::shared_ptr<arrow::DataType>& t);
 
 /// The family a key of type `t` joins within through a shared dictionary (arrow_dictionary_keys.cpp):
 /// "string" (string, large_string, string_view), "binary" (binary, large_binary, binary_view), the type
-/// itself for fixed_size_binary and decimals; empty for a type that is not keyed so.
+/// itself for fixed_size_binary, decimal_family(scale) for decimals; empty for a type that is not keyed so.
 std::string dictionary_key_family(const arrow::DataType& t);
 
 }  // namespace mgjoin::cli
