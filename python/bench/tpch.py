@@ -357,7 +357,8 @@ def report(results: dict, systems: list[str]) -> None:
         print("(×: the system's time over mgjoin's, i.e. mgjoin's speedup over it)")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The command line; --systems, --joins and --modes as lists, each name checked."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor (default 1)")
     parser.add_argument("--data", help="the Parquet folder (default build/tpch/sf<scale>; reused when there)")
@@ -374,115 +375,170 @@ def main() -> None:
     parser.add_argument("--generate-only", action="store_true", help="make the data (unless there), then stop")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
-    systems, joins, modes = args.systems.split(","), args.joins.split(","), args.modes.split(",")
-    for given, known in ((systems, SYSTEMS), (joins, JOINS), (modes, MODES)):
+    args.systems, args.joins, args.modes = args.systems.split(","), args.joins.split(","), args.modes.split(",")
+    for given, known in ((args.systems, SYSTEMS), (args.joins, JOINS), (args.modes, MODES)):
         unknown = set(given) - set(known)
         if unknown:
             parser.error(f"unknown {', '.join(sorted(unknown))} (known: {', '.join(known)})")
-    # Before the libraries start their thread pools: mgjoin's CPU path is OpenMP, Polars reads its variable once.
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    os.environ["POLARS_MAX_THREADS"] = str(args.threads)
+    return args
+
+
+def use_threads(threads: int) -> None:
+    """Every system on `threads` threads. Called before the libraries start their thread pools: mgjoin's CPU
+    path is OpenMP, Polars reads its variable once."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ["POLARS_MAX_THREADS"] = str(threads)
     import pyarrow as pa
+
+    pa.set_cpu_count(threads)
+    pa.set_io_thread_count(threads)
+
+
+def read_tables(paths: dict, data_note: str) -> tuple[dict, float, int]:
+    """Every table read by pyarrow, as the join-only mode's input; the seconds it took and the bytes it
+    holds (printed)."""
     import pyarrow.parquet as pq
 
-    pa.set_cpu_count(args.threads)
-    pa.set_io_thread_count(args.threads)
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    data = args.data or os.path.join(root, "build", "tpch", f"sf{args.scale:g}")
-    generated = make_data(args.scale, data, args.threads)
-    if args.generate_only:
-        print(f"TPC-H SF {args.scale:g} in {data} ({'generated in %.1f s' % generated if generated else 'reused'})")
-        return
-    paths = {t: os.path.join(data, f"{t}.parquet") for t in TABLES}
     start = time.perf_counter()
     tables = {t: pq.read_table(paths[t]) for t in TABLES}
     read = time.perf_counter() - start
     in_memory = sum(t.nbytes for t in tables.values())
-    print(f"TPC-H SF {args.scale:g} in {data} ({'generated in %.1f s' % generated if generated else 'reused'}): "
-          + ", ".join(f"{t} {tables[t].num_rows} rows" for t in TABLES)
+    print(f"{data_note}: " + ", ".join(f"{t} {tables[t].num_rows} rows" for t in TABLES)
           + f"; read by pyarrow in {read:.2f} s ({in_memory / 1e9:.2f} GB in memory, {in_memory / 1e9 / read:.2f} GB/s)",
           flush=True)
+    return tables, read, in_memory
 
-    checker = None
+
+def make_checker(tables: dict, threads: int, distinct: bool) -> Checker | None:
     try:
-        checker = Checker(tables, args.threads, not args.no_distinct)
+        return Checker(tables, threads, distinct)
     except ImportError:
         print("duckdb not installed: no checks", flush=True)
-    gpus = args.gpus
-    if "mgjoin" in systems:
-        import mgjoin
+        return None
 
-        if gpus is None and not mgjoin.topology()["gpus"]:
-            gpus = 0
-        print(f"mgjoin on {'the CPU path (no GPU)' if gpus == 0 else 'GPUs: %s' % (gpus or 'all')}; end-to-end "
-              "is pq.read_table then mgjoin.join (mgjoin-cli: the CLI on the Parquet files)", flush=True)
-    def cli_maker() -> tuple[Callable, Callable]:
+
+def mgjoin_gpus(gpus: int | None) -> int | None:
+    """mgjoin's --gpus, 0 (the CPU path) where none is given and there is no GPU; printed."""
+    import mgjoin
+
+    if gpus is None and not mgjoin.topology()["gpus"]:
+        gpus = 0
+    print(f"mgjoin on {'the CPU path (no GPU)' if gpus == 0 else 'GPUs: %s' % (gpus or 'all')}; end-to-end "
+          "is pq.read_table then mgjoin.join (mgjoin-cli: the CLI on the Parquet files)", flush=True)
+    return gpus
+
+
+class Bench:
+    """The timed runs: each system in turn over the chosen joins, modes and forms. `side` holds what the
+    running system's calls note beside their results (engine and read seconds, executor, strategy)."""
+
+    def __init__(self, args: argparse.Namespace, root: str, paths: dict, tables: dict, gpus: Any,
+                 checker: Checker | None):
+        self.args, self.root, self.paths, self.tables = args, root, paths, tables
+        self.gpus, self.checker = gpus, checker
+        self.systems = list(args.systems)  # less those skipped
+        self.side: dict = {}
+        self.results: dict = {}
+        self.versions: dict[str, str] = {}
+
+    def calls_of(self, system: str) -> tuple[Callable, Callable]:
+        """The system's calls(left, right, lk, rk, mode, form) and what closes its state; ImportError where
+        it cannot run here."""
+        if system == "mgjoin":
+            return mgjoin_calls(self.tables, self.paths, self.gpus, self.side)
+        if system == "mgjoin-cli":
+            return self.cli_calls()
+        if system == "duckdb":
+            return duckdb_calls(self.tables, self.paths, self.args.threads)
+        if system == "polars":
+            return polars_calls(self.tables, self.paths)
+        return pyarrow_calls(self.tables, self.paths)
+
+    def cli_calls(self) -> tuple[Callable, Callable]:
         import tempfile
 
-        binary = cli_binary(root, args.mgjoin_cli)
+        binary = cli_binary(self.root, self.args.mgjoin_cli)
         scratch = tempfile.mkdtemp(prefix="mgjoin-tpch-cli-")
         if not cli_reads_parquet(binary, scratch):
             shutil.rmtree(scratch, ignore_errors=True)
             raise ImportError(f"{binary} was built without Parquet")
-        versions["mgjoin-cli"] = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
-        return mgjoin_cli_calls(paths, gpus, binary, scratch, side)
+        self.versions["mgjoin-cli"] = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+        return mgjoin_cli_calls(self.paths, self.gpus, binary, scratch, self.side)
 
-    makers = {"mgjoin": lambda: mgjoin_calls(tables, paths, gpus, side),
-              "mgjoin-cli": cli_maker,
-              "duckdb": lambda: duckdb_calls(tables, paths, args.threads),
-              "polars": lambda: polars_calls(tables, paths),
-              "pyarrow": lambda: pyarrow_calls(tables, paths)}
-    side: dict = {}
-    results: dict = {}
-    versions: dict[str, str] = {}
-    # One system at a time, its state (Polars frames, pyarrow's cast tables, mgjoin's Engine) dropped after.
-    for s in list(systems):
-        try:
-            calls, close = makers[s]()
-        except ImportError as e:
-            print(f"{s}: skipped ({e})", flush=True)
-            systems.remove(s)
-            continue
-        if s != "mgjoin-cli":  # the CLI's version: cli_maker's
-            versions[s] = sys.modules[s].__version__
-        try:
-            for join in joins:
-                left, right, lk, rk = JOINS[join]
-                schema = pa.schema(list(tables[left].schema) + list(tables[right].schema))
-                for mode in modes:
-                    for form in FORMS:
-                        side.clear()
-                        call = calls(left, right, lk, rk, mode, form)
-                        if call is None:
-                            continue
-                        inspect = None
-                        if s == "mgjoin" and form == "materialized" and checker:
-                            inspect = lambda out, what=f"{mode} materialized": checker.check(join, what, schema, out)
-                        elif s == "mgjoin-cli" and form == "materialized" and checker:
-                            inspect = lambda out, what="CLI end-to-end materialized", lk=lk, rk=rk: checker.check(
-                                join, what, schema, cli_output_as_inputs(out, schema, lk, rk))
-                        r = measure(call, args.repeat, args.warmup, inspect)
-                        for key in ("engine_seconds", "read_seconds"):
-                            if key in side:  # the timed runs', the warm-ups' left out
-                                r[key.replace("_seconds", "_median")] = statistics.median(side[key][args.warmup:] or side[key])
-                        if "executor" in side:
-                            r.update(executor=side["executor"], strategy=side["strategy"])
-                        results.setdefault(join, {}).setdefault(mode, {}).setdefault(form, {})[s] = r
-                        print(f"{join} {mode} {form} {s}: {r['seconds']:.3f} s, {r['rows']} rows", flush=True)
-        finally:
-            close()
-        del calls, close
+    def run_all(self) -> None:
+        """One system at a time, its state (Polars frames, pyarrow's cast tables, mgjoin's Engine) dropped after."""
+        for s in list(self.systems):
+            try:
+                calls, close = self.calls_of(s)
+            except ImportError as e:
+                print(f"{s}: skipped ({e})", flush=True)
+                self.systems.remove(s)
+                continue
+            if s != "mgjoin-cli":  # the CLI's version: cli_calls'
+                self.versions[s] = sys.modules[s].__version__
+            try:
+                self.run_system(s, calls)
+            finally:
+                close()
+            del calls, close
 
-    report(results, systems)
-    failures = checker.failures if checker else []
+    def run_system(self, s: str, calls: Callable) -> None:
+        import pyarrow as pa
+
+        for join in self.args.joins:
+            left, right, lk, rk = JOINS[join]
+            schema = pa.schema(list(self.tables[left].schema) + list(self.tables[right].schema))
+            for mode in self.args.modes:
+                for form in FORMS:
+                    self.side.clear()
+                    call = calls(left, right, lk, rk, mode, form)
+                    if call is None:
+                        continue
+                    r = self.timed(call, self.inspector(s, join, mode, form, schema))
+                    self.results.setdefault(join, {}).setdefault(mode, {}).setdefault(form, {})[s] = r
+                    print(f"{join} {mode} {form} {s}: {r['seconds']:.3f} s, {r['rows']} rows", flush=True)
+
+    def inspector(self, s: str, join: str, mode: str, form: str, schema: Any) -> Callable[[Any], None] | None:
+        """mgjoin's and its CLI's materialized outputs checked against DuckDB's join (the CLI's columns named
+        as the inputs' first)."""
+        checker = self.checker
+        if form != "materialized" or not checker:
+            return None
+        if s == "mgjoin":
+            return lambda out: checker.check(join, f"{mode} materialized", schema, out)
+        if s == "mgjoin-cli":
+            lk, rk = JOINS[join][2:]
+            return lambda out: checker.check(join, "CLI end-to-end materialized", schema,
+                                             cli_output_as_inputs(out, schema, lk, rk))
+        return None
+
+    def timed(self, call: Callable[[], Any], inspect: Callable[[Any], None] | None) -> dict:
+        """measure()'s result and the medians of what the calls noted beside it."""
+        warmup = self.args.warmup
+        r = measure(call, self.args.repeat, warmup, inspect)
+        for key in ("engine_seconds", "read_seconds"):
+            if key in self.side:  # the timed runs', the warm-ups' left out
+                r[key.replace("_seconds", "_median")] = statistics.median(self.side[key][warmup:] or self.side[key])
+        if "executor" in self.side:
+            r.update(executor=self.side["executor"], strategy=self.side["strategy"])
+        return r
+
+
+def row_count_failures(results: dict) -> list[str]:
+    """Each join, mode and form whose systems disagree on the rows."""
+    failures = []
     for join, by_mode in results.items():
         for mode, by_form in by_mode.items():
             for form, cell in by_form.items():
                 if len({r["rows"] for r in cell.values()}) > 1:
                     failures.append(f"{join} {mode} {form}: the systems disagree on the rows: "
                                     + ", ".join(f"{s} {r['rows']}" for s, r in cell.items()))
-    passes = checker.passed if checker else []
+    return failures
+
+
+def print_checks(passes: list[str], failures: list[str], systems: list[str]) -> bool:
+    """Every check's line and the verdict: passed when nothing failed and mgjoin's outputs were checked
+    (unless mgjoin or DuckDB did not run)."""
     for line in passes:
         print(f"check: {line}")
     for line in failures:
@@ -490,14 +546,43 @@ def main() -> None:
     passed = not failures and (bool(passes) or "mgjoin" not in systems or "duckdb" not in systems)
     print(f"checks {'passed' if passed else 'FAILED'}: {len(passes)} mgjoin outputs against DuckDB's checksums, "
           f"row counts of {', '.join(systems)} equal", flush=True)
+    return passed
+
+
+def write_json(path: str, args: argparse.Namespace, bench: Bench, data: str, read: float, in_memory: int,
+               checks: dict) -> None:
+    tables = bench.tables
+    out = {"scale": args.scale, "threads": args.threads, "gpus": bench.gpus, "repeat": args.repeat,
+           "warmup": args.warmup, "cpus": os.cpu_count(), "versions": bench.versions, "data": data,
+           "rows": {t: tables[t].num_rows for t in TABLES}, "read_seconds": read,
+           "arrow_bytes": in_memory, "results": bench.results, "checks": checks}
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1, default=lambda v: str(v) if isinstance(v, Decimal) else repr(v))
+
+
+def main() -> None:
+    args = parse_args()
+    use_threads(args.threads)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    data = args.data or os.path.join(root, "build", "tpch", f"sf{args.scale:g}")
+    generated = make_data(args.scale, data, args.threads)
+    data_note = f"TPC-H SF {args.scale:g} in {data} ({'generated in %.1f s' % generated if generated else 'reused'})"
+    if args.generate_only:
+        print(data_note)
+        return
+    paths = {t: os.path.join(data, f"{t}.parquet") for t in TABLES}
+    tables, read, in_memory = read_tables(paths, data_note)
+    checker = make_checker(tables, args.threads, not args.no_distinct)
+    gpus = mgjoin_gpus(args.gpus) if "mgjoin" in args.systems else args.gpus
+    bench = Bench(args, root, paths, tables, gpus, checker)
+    bench.run_all()
+    report(bench.results, bench.systems)
+    failures = (checker.failures if checker else []) + row_count_failures(bench.results)
+    passes = checker.passed if checker else []
+    passed = print_checks(passes, failures, bench.systems)
     if args.json:
-        out = {"scale": args.scale, "threads": args.threads, "gpus": gpus, "repeat": args.repeat,
-               "warmup": args.warmup, "cpus": os.cpu_count(), "versions": versions, "data": data,
-               "rows": {t: tables[t].num_rows for t in TABLES}, "read_seconds": read, "arrow_bytes": in_memory,
-               "results": results,
-               "checks": {"passed": passed, "passes": passes, "failures": failures}}
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1, default=lambda v: str(v) if isinstance(v, Decimal) else repr(v))
+        checks = {"passed": passed, "passes": passes, "failures": failures}
+        write_json(args.json, args, bench, data, read, in_memory, checks)
     sys.exit(0 if passed else 1)
 
 

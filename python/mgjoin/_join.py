@@ -284,6 +284,124 @@ def _shared_key_type(left: Column, right: Column, values: np.ndarray) -> Any:
     return getattr(pa, f"decimal{values.itemsize * 8}")(precision, lt.scale)
 
 
+def _check_choices(output: str, how: Any, to: str, nulls_equal: Any) -> None:
+    """The arguments that take one of a few values, checked before any table is read."""
+    if output not in _OUTPUTS:
+        raise ValueError(f"output={output!r}: expected 'table', 'gather_maps' or 'count'")
+    if not isinstance(how, str) or how not in _HOWS:
+        raise ValueError(f"how {how!r}: expected {_HOW_NAMES}")
+    if to not in _TO:
+        raise ValueError(f"to={to!r}: expected 'arrow', 'pandas' or 'polars'")
+    if not isinstance(nulls_equal, (bool, np.bool_)):
+        raise ValueError(f"nulls_equal={nulls_equal!r}: expected True or False")
+
+
+@dataclass
+class _Place:
+    """Where and how the engine joins: join()'s gpus, gpu_memory_limit, strategy, gather_on, tuning_file
+    and engine arguments, checked, as the engine takes them."""
+
+    gpu_count: int
+    gpu_ids: list[int]
+    memory_limit: int
+    strategy: str
+    gather_on: str
+    tuning_file: str
+    engine: Optional["Engine"]
+
+
+def _place(gpus: Any, gpu_memory_limit: Any, tuning_file: Optional[str], engine: Optional["Engine"],
+           strategy: str, gather_on: str) -> _Place:
+    """The engine= argument or the GPU ones, not both: an engine has its GPUs and memory already."""
+    if engine is not None and (gpus is not None or gpu_memory_limit is not None or tuning_file is not None):
+        raise ValueError("engine= joins on the engine's GPUs and memory: leave gpus, gpu_memory_limit and "
+                         "tuning_file unset (give them to mgjoin.Engine)")
+    gpu_count, gpu_ids = _gpu_options(gpus)
+    return _Place(gpu_count, gpu_ids, _memory_limit(gpu_memory_limit), strategy, gather_on, tuning_file or "", engine)
+
+
+class _EngineRuns:
+    """The engine's joins of one join() call (one, or one per null pattern of the keys), at its place and
+    with its progress reports; the first one's details are the call's info."""
+
+    def __init__(self, place: _Place, report: Optional[Callable[[str, float], Any]]) -> None:
+        self.place, self.report = place, report
+        self.results: list[dict] = []
+
+    def run(self, left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str,
+            output: str, left_columns: list[str], right_columns: list[str]) -> dict:
+        place = self.place
+        result = _mgjoin.join_tables(
+            left_arrays, right_arrays, left_on=left_on, right_on=right_on, how=how, output=output,
+            left_columns=left_columns, right_columns=right_columns, gpus=place.gpu_count, gpu_ids=place.gpu_ids,
+            gpu_memory_limit=place.memory_limit, strategy=place.strategy, gather_on=place.gather_on,
+            tuning_file=place.tuning_file, progress=self.report,
+            engine=place.engine._engine() if place.engine is not None else None)
+        self.results.append(result)
+        return result
+
+    def maps(self, left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str) -> tuple:
+        """An engine join to gather maps (``_nulls.Run``)."""
+        result = self.run(left_arrays, right_arrays, left_on, right_on, how, "maps", [], [])
+        return result["left_rows"], result["right_rows"]
+
+    def fill(self, info: Optional[dict]) -> None:
+        if info is not None:
+            info.update({k: v for k, v in self.results[0].items() if k not in ("columns", "left_rows", "right_rows")})
+
+
+def _engine_inputs(tables: tuple[InputTable, InputTable], keys: tuple[list[str], list[str]],
+                   columns: list[_Output]) -> tuple[tuple[dict, dict], tuple[dict[str, Column], dict[str, Column]]]:
+    """Each side's arrays for the engine and its Column per name: the keys and the output's payloads,
+    converted, their types checked against each other, and string-like keys as codes of one dictionary."""
+    payloads = [[o.column for o in columns if o.side == side and not o.shared_key] for side in (0, 1)]
+    left_arrays, left_meta = convert(tables[0], keys[0], payloads[0])
+    right_arrays, right_meta = convert(tables[1], keys[1], payloads[1])
+    meta = (left_meta, right_meta)
+    _check_key_types(keys, meta)
+    encode_keys(keys, meta, (left_arrays, right_arrays))
+    return (left_arrays, right_arrays), meta
+
+
+def _engine_join(runs: _EngineRuns, arrays: tuple[dict, dict], meta: tuple[dict[str, Column], dict[str, Column]],
+                 keys: tuple[list[str], list[str]], kind: str, output: str, columns: list[_Output]) -> dict:
+    """The join in one engine call: the engine gathers each side's payloads it takes, and the row numbers
+    of the rows whose payloads pyarrow gathers."""
+    chosen = [_engine_payloads(columns, side, meta[side]) for side in (0, 1)]
+    for side in (0, 1):
+        if ROW_NUMBERS in chosen[side]:
+            arrays[side][ROW_NUMBERS] = np.arange(len(meta[side][keys[side][0]].values), dtype=np.int64)
+    right_columns = chosen[1] if kind not in ("semi", "anti") else []
+    return runs.run(arrays[0], arrays[1], keys[0], keys[1], kind, _OUTPUTS[output], chosen[0], right_columns)
+
+
+def _in_callers_order(maps: tuple, swapped: bool) -> tuple:
+    """Gather maps of the tables as the caller gave them (a right semi or anti join swapped them)."""
+    return maps[::-1] if swapped else maps
+
+
+def _engine_output(result: dict, output: str, to: str, swapped: bool, columns: list[_Output],
+                   meta: tuple[dict[str, Column], dict[str, Column]], keys: tuple[list[str], list[str]]) -> Any:
+    """What join() returns from the engine's one result."""
+    if output == "count":
+        return int(result["count"])
+    if output == "gather_maps":
+        return _in_callers_order((result["left_rows"], result["right_rows"]), swapped)
+    return _convert_table(_table(result, columns, meta, keys), to)
+
+
+def _null_keys_output(maps: tuple, key_types: dict[str, Any], output: str, to: str, swapped: bool,
+                      columns: list[_Output], meta: tuple[dict[str, Column], dict[str, Column]],
+                      keys: tuple[list[str], list[str]]) -> Any:
+    """What join() returns from the gather maps of a join whose keys hold nulls (the table gathered by
+    pyarrow)."""
+    if output == "count":
+        return len(maps[0])
+    if output == "gather_maps":
+        return _in_callers_order(maps, swapped)
+    return _convert_table(table_from_maps(maps, columns, meta, keys, key_types), to)
+
+
 def join(
     left: Any,
     right: Any,
@@ -387,82 +505,34 @@ def join(
         MemoryError: host or GPU memory cannot hold the join (checked before it is taken).
         KeyboardInterrupt: Ctrl-C; the join stops at its next cancellation point and frees what it took.
     """
-    if output not in _OUTPUTS:
-        raise ValueError(f"output={output!r}: expected 'table', 'gather_maps' or 'count'")
-    if not isinstance(how, str) or how not in _HOWS:
-        raise ValueError(f"how {how!r}: expected {_HOW_NAMES}")
-    if to not in _TO:
-        raise ValueError(f"to={to!r}: expected 'arrow', 'pandas' or 'polars'")
-    if not isinstance(nulls_equal, (bool, np.bool_)):
-        raise ValueError(f"nulls_equal={nulls_equal!r}: expected True or False")
+    _check_choices(output, how, to, nulls_equal)
     kind, swapped = _HOWS[how]
-    right_too = kind not in ("semi", "anti")
     keys = _key_names(on, left_on, right_on)
     suffix_pair = _suffixes(suffixes)
-    if engine is not None and (gpus is not None or gpu_memory_limit is not None or tuning_file is not None):
-        raise ValueError("engine= joins on the engine's GPUs and memory: leave gpus, gpu_memory_limit and "
-                         "tuning_file unset (give them to mgjoin.Engine)")
-    gpu_count, gpu_ids = _gpu_options(gpus)
-    memory_limit = _memory_limit(gpu_memory_limit)
+    place = _place(gpus, gpu_memory_limit, tuning_file, engine, strategy, gather_on)
     chosen = (_names(left_columns, "left_columns", may_be_empty=True),
               _names(right_columns, "right_columns", may_be_empty=True))
     tables = (InputTable(left, "left"), InputTable(right, "right"))
     if swapped:  # a right semi or anti join: the left one, the tables trading places
-        tables, keys, chosen = tables[::-1], keys[::-1], chosen[::-1]
-        suffix_pair = suffix_pair[::-1]
+        tables, keys, chosen, suffix_pair = tables[::-1], keys[::-1], chosen[::-1], suffix_pair[::-1]
     for side in (0, 1):
         tables[side].check_names(keys[side], f" ({tables[side].side}_on)" if on is None else "")
-    as_table = output == "table"
-    columns = _output_columns(tables, keys, chosen, right_too, suffix_pair) if as_table else []
-    payloads = [[o.column for o in columns if o.side == side and not o.shared_key] for side in (0, 1)]
-    left_arrays, left_meta = convert(tables[0], keys[0], payloads[0])
-    right_arrays, right_meta = convert(tables[1], keys[1], payloads[1])
-    meta = (left_meta, right_meta)
-    _check_key_types(keys, meta)
-    encode_keys(keys, meta, (left_arrays, right_arrays))  # strings and the like: codes of one dictionary
+    right_too = kind not in ("semi", "anti")
+    columns = _output_columns(tables, keys, chosen, right_too, suffix_pair) if output == "table" else []
+    arrays, meta = _engine_inputs(tables, keys, columns)
     valid = (key_validity(meta[0], keys[0]), key_validity(meta[1], keys[1]))
     null_keys = valid[0] is not None or valid[1] is not None
-    results: list[dict] = []
-
-    def run(left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str,
-            output: str, left_columns: list[str], right_columns: list[str]) -> dict:
-        result = _mgjoin.join_tables(
-            left_arrays, right_arrays, left_on=left_on, right_on=right_on, how=how, output=output,
-            left_columns=left_columns, right_columns=right_columns, gpus=gpu_count, gpu_ids=gpu_ids,
-            gpu_memory_limit=memory_limit, strategy=strategy, gather_on=gather_on, tuning_file=tuning_file or "",
-            progress=report, engine=engine._engine() if engine is not None else None)
-        results.append(result)
-        return result
-
-    def run_to_maps(left_arrays: dict, right_arrays: dict, left_on: list[str], right_on: list[str], how: str) -> tuple:
-        result = run(left_arrays, right_arrays, left_on, right_on, how, "maps", [], [])
-        return result["left_rows"], result["right_rows"]
-
     with progress_callback(progress) as report, _engine_errors():
+        runs = _EngineRuns(place, report)
         if not null_keys:
-            chosen_for_engine = [_engine_payloads(columns, side, meta[side]) for side in (0, 1)]
-            for side, arrays in ((0, left_arrays), (1, right_arrays)):
-                if ROW_NUMBERS in chosen_for_engine[side]:
-                    arrays[ROW_NUMBERS] = np.arange(len(meta[side][keys[side][0]].values), dtype=np.int64)
-            result = run(left_arrays, right_arrays, keys[0], keys[1], kind, _OUTPUTS[output],
-                         chosen_for_engine[0], chosen_for_engine[1] if right_too else [])
+            result = _engine_join(runs, arrays, meta, keys, kind, output, columns)
         else:  # SQL's null keys: the rows with valid keys through the engine, the others around it
             key_types = _shared_key_types(keys, meta, kind, columns)
-            maps = maps_with_null_keys(run_to_maps, kind, keys, meta, valid, nulls_equal)
-    if info is not None:
-        info.update({k: v for k, v in results[0].items() if k not in ("columns", "left_rows", "right_rows")})
+            maps = maps_with_null_keys(runs.maps, kind, keys, meta, valid, nulls_equal)
+    runs.fill(info)
     if null_keys:
-        if output == "count":
-            return len(maps[0])
-        if output == "gather_maps":
-            return maps[::-1] if swapped else maps
-        return _convert_table(table_from_maps(maps, columns, meta, keys, key_types), to)
-    if output == "count":
-        return int(result["count"])
-    if output == "gather_maps":
-        maps = (result["left_rows"], result["right_rows"])
-        return maps[::-1] if swapped else maps
-    return _convert_table(_table(result, columns, meta, keys), to)
+        return _null_keys_output(maps, key_types, output, to, swapped, columns, meta, keys)
+    return _engine_output(result, output, to, swapped, columns, meta, keys)
 
 
 def _shared_key_types(keys: tuple[list[str], list[str]], meta: tuple[dict[str, Column], dict[str, Column]],
