@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <map>
@@ -94,11 +95,17 @@ class PinnedCache {
     return std::exchange(cached_, 0);
   }
 
+  /// Whether take(bytes) would find a block.
+  bool serves(std::size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    return serving(bytes) != blocks_.end();
+  }
+
   /// A cached block of at least `bytes` (its size in *size), or nullptr.
   void* take(std::size_t bytes, std::size_t* size) {
     const std::lock_guard lock(mutex_);
-    const auto it = blocks_.lower_bound(bytes);
-    if (it == blocks_.end() || it->first / 2 > bytes) return nullptr;
+    const auto it = serving(bytes);
+    if (it == blocks_.end()) return nullptr;
     void* p = it->second;
     *size = it->first;
     cached_ -= it->first;
@@ -120,6 +127,13 @@ class PinnedCache {
 
  private:
   explicit PinnedCache(std::size_t limit) : limit_(limit) {}
+
+  /// The block that serves `bytes`: the smallest that holds them, unless over twice their size (a small
+  /// column does not hold a large block); end() when none. Called under the lock.
+  std::multimap<std::size_t, void*>::iterator serving(std::size_t bytes) {
+    const auto it = blocks_.lower_bound(bytes);
+    return it == blocks_.end() || it->first / 2 > bytes ? blocks_.end() : it;
+  }
 
   static std::size_t limit_from_environment() {
     if (const auto bytes = alloc::pinned_cache_bytes_from_environment()) return *bytes;
@@ -168,6 +182,11 @@ void* allocate_pinned(std::size_t bytes) {
   return p;
 }
 
+/// The bytes a column of `size` values of `type` takes: whole 64-byte lines, at least one.
+std::size_t column_bytes(DType type, std::int64_t size) {
+  return std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
+}
+
 /// Columns from this size up are checked against the host memory that can be had before they are
 /// taken (a few /proc reads: negligible beside touching 64 MiB).
 constexpr std::size_t kCheckedBytes = 64ull << 20;
@@ -196,6 +215,17 @@ std::uint64_t pinned_block_bytes(std::uint64_t bytes) {
 
 std::uint64_t release_pinned_cache() { return PinnedCache::instance().release(); }
 std::uint64_t pinned_cache_bytes() { return PinnedCache::instance().bytes(); }
+
+bool pinned_cache_serves(DType type, std::int64_t size) {
+  return PinnedCache::instance().serves(pinned_block_bytes(column_bytes(type, size)));
+}
+
+namespace {
+std::atomic<bool> later_joins{true};
+}  // namespace
+
+void expect_later_joins(bool expected) { later_joins = expected; }
+bool later_joins_expected() { return later_joins; }
 }  // namespace alloc
 
 void HostColumn::Free::operator()(void* p) const {
@@ -215,7 +245,7 @@ HostColumn HostColumn::allocate(DType type, std::int64_t size, MemoryKind kind) 
   HostColumn c;
   c.type_ = type;
   c.size_ = size;
-  std::size_t bytes = std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
+  std::size_t bytes = column_bytes(type, size);
   if (kind == MemoryKind::Pinned) bytes = alloc::pinned_block_bytes(bytes);
   void* p = kind == MemoryKind::Pinned ? PinnedCache::instance().take(bytes, &bytes) : nullptr;
   if (!p) p = allocate_new(bytes, type, size, &kind);

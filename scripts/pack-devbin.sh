@@ -17,8 +17,10 @@ mpi_tests=()
 # (The target list is read whole first: grep -q closing the pipe early failed the pipeline under pipefail.)
 targets=$(ninja -C "$build" -t targets all)
 grep -q '^dist_join_mpi:' <<< "$targets" && mpi_tests=(dist_join_mpi dist_tables_mpi)
+# Every benchmark (apps/benchmarks, alloc/bench: bench_<name>, one target each).
+benches=$(grep -o '^bench_[a-z_]*:' <<< "$targets" | tr -d : | sort -u)
 ninja -C "$build" -j "$(nproc)" mgjoin $(for s in "${suites[@]}"; do echo "${s}_gpu_tests"; done) \
-  bench_alloc_stack bench_host_merge bench_io_floor bench_join_phase bench_sort_phase bench_thrust_join differential "${mpi_tests[@]}"
+  $benches differential "${mpi_tests[@]}"
 rm -rf .devbin && mkdir .devbin
 cp "$build"/mgjoin "$build"/bench_* "$build"/tests/differential .devbin/
 for t in "${mpi_tests[@]}"; do cp "$build/tests/$t" .devbin/; done

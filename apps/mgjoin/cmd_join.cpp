@@ -16,6 +16,7 @@
 #include <mgjoin/join.hpp>
 #include <mgjoin/table.hpp>
 
+#include "alloc/host_memory.hpp"
 #include "core/timing.hpp"
 #include "core/device.hpp"
 
@@ -537,6 +538,9 @@ void expect_npy_outputs(const TableSource& r_src, const TableSource& s_src, cons
 
 void run_join(const JoinArgs& args) {
   install_interrupt_handler();
+  // One join a process: no later join repays pinning its result columns afresh on several GPUs
+  // (exec::pin_result_columns says when they go through the staging instead).
+  alloc::expect_later_joins(false);
   // Across ranks every check runs inside the ranks' agreement, so that an error is printed once.
   if (launched_as_ranks()) return run_join_ranks([&] { return rank_request(args, output_form(args)); });
   const TableOutput form = output_form(args);

@@ -71,5 +71,26 @@ TEST(PinnedCache, AColumnAFewRowsLargerReusesTheCachedBlock) {
   alloc::release_pinned_cache();
 }
 
+// pinned_cache_serves says what allocate would do with the blocks kept (the result columns' choice
+// between pinned and staged rests on it): a kept block serves its own size and a few rows more, not a
+// column under half its size, and nothing once it is taken.
+TEST(PinnedCache, ServesSaysWhetherAllocateWouldReuseAKeptBlock) {
+  MGJOIN_REQUIRE_GPUS(1);
+  alloc::release_pinned_cache();
+  const std::int64_t rows = std::int64_t{64} << 20;  // 512 MiB of uint64: a registered block
+  EXPECT_FALSE(alloc::pinned_cache_serves(DType::UInt64, rows));
+  { const HostColumn c = HostColumn::allocate(DType::UInt64, rows, MemoryKind::Pinned); }
+  EXPECT_TRUE(alloc::pinned_cache_serves(DType::UInt64, rows));
+  EXPECT_TRUE(alloc::pinned_cache_serves(DType::UInt64, rows + 8));
+  EXPECT_TRUE(alloc::pinned_cache_serves(DType::UInt32, rows));  // half the bytes: still served
+  EXPECT_FALSE(alloc::pinned_cache_serves(DType::UInt64, rows / 4));
+  EXPECT_FALSE(alloc::pinned_cache_serves(DType::UInt64, rows * 2));
+  {
+    const HostColumn taken = HostColumn::allocate(DType::UInt64, rows, MemoryKind::Pinned);
+    EXPECT_FALSE(alloc::pinned_cache_serves(DType::UInt64, rows));
+  }
+  alloc::release_pinned_cache();
+}
+
 }  // namespace
 }  // namespace mgjoin

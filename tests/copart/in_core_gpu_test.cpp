@@ -9,6 +9,7 @@
 #include <mgjoin/generate.hpp>
 #include <mgjoin/join.hpp>
 
+#include "alloc/host_memory.hpp"
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/reference_join.hpp"
@@ -258,6 +259,31 @@ TEST(CopartFlowWorkloads, OutputLargerThanOneWindow) {
   for (int g = 1; g <= std::min(2, gpu_count()); ++g)
     for (const PayloadFlow payloads : {PayloadFlow::Carry, PayloadFlow::Late})
       check_copart<std::uint64_t>(w.r, w.s, expected, g, OutputMode::Materialize, payloads);
+}
+
+/// A process that joins once (the CLI) on three or more GPUs takes its result columns pageable, the
+/// windows crossing through the staging (exec::pin_result_columns: registering fresh memory with every
+/// context costs more there); a process expecting later joins pins them. Both right.
+TEST(CopartFlowWorkloads, AOneJoinProcessOnThreeOrMoreGpusStagesItsResultColumns) {
+  MGJOIN_REQUIRE_GPUS(3);
+  const std::uint64_t seed = announce_seed();
+  const GeneratedWorkload w = generate_workload({.workload = Workload::B, .scale = per_tier(2e-3, 1.2e-2), .seed = seed});
+  const std::vector<Tuple> expected = reference_tuples(w.r, w.s);
+  const int g = std::min(4, gpu_count());
+  struct LaterJoins {  // restores the process's default whatever the test does
+    ~LaterJoins() { alloc::expect_later_joins(true); }
+  } restore;
+  for (const bool later : {false, true}) {
+    alloc::release_pinned_cache();  // no kept block serves the columns
+    alloc::expect_later_joins(later);
+    Relation r = copy_of(w.r), s = copy_of(w.s);
+    JoinOptions options;
+    options.strategy = JoinStrategy::CoPartitioned;
+    options.output = OutputMode::Materialize;
+    const JoinResult result = engine_for(g).join(r.view(), s.view(), options);
+    EXPECT_EQ(result.key.memory_kind(), later ? MemoryKind::Pinned : MemoryKind::Pageable) << "later joins " << later;
+    EXPECT_TRUE(result_tuples(result) == expected) << "the output tuples differ from the reference (later joins " << later << ")";
+  }
 }
 
 TEST(CopartPlanner, AutoPicksTheFlowAndSaysWhy) {

@@ -10,6 +10,8 @@
 //     memory.current and memory.stat of the process's cgroup and its ancestors, or v1's);
 //   - MGJOIN_HOST_MEMORY_LIMIT (bytes, K/M/G/T suffixes) less this process's resident memory: a cap for
 //     users who share a machine, and the way tests make host memory "too small".
+#include <mgjoin/types.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,6 +67,16 @@ std::uint64_t release_pinned_cache();
 
 /// Bytes of the pinned blocks kept for reuse.
 std::uint64_t pinned_cache_bytes();
+
+/// Whether a pinned column of `size` values of `type` would come from the blocks kept for reuse (no
+/// new pinning).
+bool pinned_cache_serves(DType type, std::int64_t size);
+
+/// Whether pinned memory taken now may serve later joins of this process through the blocks kept for
+/// reuse: true unless said otherwise (a library user or `mgjoin bench` joins again); the CLI's `join`,
+/// which joins once, says false.
+void expect_later_joins(bool expected);
+bool later_joins_expected();
 
 /// Pinned blocks from kRegisteredPinnedBytes up come in size classes, 16 per power of two and whole
 /// 2 MiB pages (at most 1/16 more than asked): a request a few rows larger than a cached block falls

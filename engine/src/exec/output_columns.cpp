@@ -1,6 +1,7 @@
 // OutputColumns (output_columns.hpp).
 #include "engine/src/exec/output_columns.hpp"
 
+#include "alloc/host_memory.hpp"
 #include "core/checked_math.hpp"
 #include "engine/src/exec/output_writer.hpp"
 #include "engine/src/join/output_count.hpp"
@@ -14,8 +15,8 @@
 namespace mgjoin::exec {
 
 OutputColumns::OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw,
-                             JoinResult& result)
-    : result_(result), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
+                             JoinResult& result, int gpus)
+    : result_(result), gpus_(gpus), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
       present_{true, rw.payload_bytes > 0, sw.payload_bytes > 0},
       row_bytes_(output_row_bytes(rw, sw)) {}
 
@@ -56,7 +57,8 @@ void OutputColumns::take(std::uint64_t rows) {
   std::array<HostColumn, 3> fresh;
   for (int c = 0; c < 3; ++c) {
     if (!present_[c]) continue;
-    fresh[c] = HostColumn::allocate(types_[c], n, MemoryKind::Pinned);
+    const bool pin = pin_result_columns(gpus_, alloc::later_joins_expected(), alloc::pinned_cache_serves(types_[c], n));
+    fresh[c] = HostColumn::allocate(types_[c], n, pin ? MemoryKind::Pinned : MemoryKind::Pageable);
     copies.push_back({fresh[c].as<std::byte>(), columns[c]->as<std::byte>(), next_ * dtype_size(types_[c])});
   }
   if (next_) copy_in_blocks(copies);

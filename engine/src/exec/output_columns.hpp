@@ -21,8 +21,10 @@ using copart::Widths;
 /// short, and truncated at the end. Not thread-safe: called between writers.
 class OutputColumns {
  public:
-  /// Columns of `result`: the key, and each side's payload where `r` / `s` move one.
-  OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw, JoinResult& result);
+  /// Columns of `result`: the key, and each side's payload where `r` / `s` move one; `gpus` is the GPU
+  /// count of the join that writes them (result_memory() says why it matters).
+  OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw, JoinResult& result,
+                int gpus);
 
   /// Output rows [base, base + rows) for one part of the output, `arrived` (0, 1] of the input having
   /// been joined with it; returns base. At `arrived` 1 the columns grow to exactly what is needed.
@@ -42,11 +44,26 @@ class OutputColumns {
   void take(std::uint64_t rows);
 
   JoinResult& result_;
+  int gpus_;
   std::array<DType, 3> types_;
   std::array<bool, 3> present_;
   std::uint64_t row_bytes_;
   std::uint64_t capacity_ = 0, next_ = 0;
 };
+
+/// Whether a join's result columns are pinned (the GPUs' windows go straight into them) rather than
+/// pageable (the windows cross through the GPUs' pinned staging, drained by the host). Pinning fresh
+/// memory registers it with every GPU context, which costs in proportion to the contexts: on 4× H200
+/// (s23, `bench_pin_rates --gib 6`) 50 GB/s with one context, 12-15 GB/s with four, while the staging
+/// drains ~6 GB/s a GPU; `mgjoin join` of B 2.5·10^8 materialized spent 0.45 s (g = 1) and 0.64-0.75 s
+/// (g = 4) in its output phase pinned, 1.05 s and 0.25 s staged. So the columns are pinned unless
+/// nothing repays the registration: no block kept for reuse serves them (`served_from_cache`), no later
+/// join of the process would reuse them (`later_joins`: the CLI joins once), and the join has
+/// kStagedFromGpus GPUs or more (the rates above put the crossing between 2 and 3).
+inline constexpr int kStagedFromGpus = 3;
+constexpr bool pin_result_columns(int gpus, bool later_joins, bool served_from_cache) {
+  return served_from_cache || later_joins || gpus < kStagedFromGpus;
+}
 
 /// Where one run of the flow puts a materialized output: into columns it shares with other runs
 /// (nullptr: its own), `before` and `after` being the shares of the whole join's input joined before
