@@ -20,7 +20,7 @@ const std::vector<std::string> kScannedDirs = {"core", "p2p", "topology", "host_
 
 // Files allowed to call the allocation functions, with the reason.
 // (HostColumn's pinned memory, the user's input and output columns, comes from alloc/host_column.cpp.)
-// (The benchmark that times CUDA's allocators themselves is alloc/bench/alloc_stack.cu.)
+// (The benchmarks that time CUDA's allocators themselves are in alloc/bench/, which is not scanned.)
 // core/src/device.cpp: cudaFree(nullptr) there allocates nothing; it is CUDA's way to make a device's
 // primary context, which start_contexts() does for every GPU of an engine side by side.
 const std::set<std::string> kAllowlist = {"core/src/device.cpp"};
