@@ -406,7 +406,9 @@ def test_chunked_string_keys_and_payloads_are_not_combined(rng, where, monkeypat
         combined.clear()
         got = mgjoin.join(left_chunked, right_chunked, on="k", how=how, **where)
         assert got.schema == want.schema, how
-        assert got.to_pylist() == want.to_pylist(), how
+        # The same rows: on several GPUs the order of rows of one key follows the chunks' arrival (s23,
+        # 2 H200s: the inner join's first two rows of key 'h2p' came swapped), so compare them as multisets.
+        assert sorted(map(repr, got.to_pylist())) == sorted(map(repr, want.to_pylist())), how
         assert all(pa.types.is_integer(t) for t in combined), combined  # the int64 payload only, never strings
 
 
