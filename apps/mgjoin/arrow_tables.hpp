@@ -53,6 +53,10 @@ struct ArrowColumnInfo {
   /// fixed_size_binary, decimal_family(scale) for decimals of any width and precision: keys of one family
   /// join); empty: no such key.
   std::string dictionary_key;
+  /// For a date, time, timestamp or duration (or a dictionary of them): the type with its unit and zone,
+  /// which a key on the other side must share (they are integers of different meanings otherwise);
+  /// empty for other types.
+  std::string temporal;
   std::string type_name;         ///< Arrow's name of the type, e.g. "date32[day]", "dictionary<...>"
   std::shared_ptr<const ArrowType> type;
   bool partition = false;  ///< a hive-style name=value folder's column

@@ -296,7 +296,7 @@ std::vector<KeyColumnType> key_column_types(const TableSource& t) {
     const ArrowColumnInfo* a = t.arrow ? t.arrow->find(k) : nullptr;
     const std::string table = t.arrow ? t.arrow->option + " " + t.arrow->path.string() : c.option + " " + c.path.string();
     out.push_back({"key column " + k + " of " + table, a ? a->type_name : std::string(dtype_name(c.info.type)),
-                   a && !a->storage ? a->dictionary_key : ""});
+                   a && !a->storage ? a->dictionary_key : "", a ? a->temporal : ""});
   }
   return out;
 }

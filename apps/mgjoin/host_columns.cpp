@@ -85,11 +85,15 @@ void check_key_pairs(const std::vector<KeyColumnType>& left, const std::vector<K
   for (std::size_t k = 0; k < left.size() && k < right.size(); ++k) {
     const KeyColumnType& a = left[k];
     const KeyColumnType& b = right[k];
-    if (a.dictionary_key == b.dictionary_key) continue;
+    if (a.dictionary_key == b.dictionary_key && a.temporal == b.temporal) continue;
     const bool scales = is_decimal_family(a.dictionary_key) && is_decimal_family(b.dictionary_key);
+    const bool temporal = !a.temporal.empty() || !b.temporal.empty();
     throw InputError(a.where + " is " + a.type_name + ", but " + b.where + " is " + b.type_name +
                      ": keys of these types cannot be compared" +
-                     (scales ? " (decimals of different scales: cast one side to the other's scale)" : ""));
+                     (scales     ? " (decimals of different scales: cast one side to the other's scale)"
+                      : temporal ? " (dates, times, timestamps and durations join their own type only: cast one side "
+                                   "to the other's unit and zone)"
+                                 : ""));
   }
 }
 

@@ -53,11 +53,13 @@ HostColumns prepare_host_columns(LoadedTable& r, LoadedTable& s, const ArrowColu
 /// name, and its dictionary key family (ArrowColumnInfo::dictionary_key; empty: the engine's types).
 struct KeyColumnType {
   std::string where, type_name, dictionary_key;
+  std::string temporal;  ///< ArrowColumnInfo::temporal: a date, time, timestamp or duration's full type
 };
 
 /// Refuses, in one line naming both columns, a key pair that cannot be compared: a dictionary key against
 /// a key of the engine's types or of another family (string and binary; decimals of another scale, which
-/// say so; fixed_size_binary of another width). Decimals of one scale join whatever their precisions.
+/// say so; fixed_size_binary of another width); a date, time, timestamp or duration against anything but
+/// its own type (unit and zone: Python's rule). Decimals of one scale join whatever their precisions.
 void check_key_pairs(const std::vector<KeyColumnType>& left, const std::vector<KeyColumnType>& right);
 
 /// .npy output holds the engine's types only: @throw InputError naming the output column, its input

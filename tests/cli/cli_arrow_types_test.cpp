@@ -378,6 +378,42 @@ TEST_F(CliArrowTypes, KeysThatCannotBeComparedAreRefusedInOneLineNamingBothColum
   expect_refused("join --r list.parquet --s str.parquet --on a", {"list.parquet", "key column a", "cannot join on"});
 }
 
+// Dates, times, timestamps and durations are integers underneath, of different meanings by unit and zone:
+// a key of one joins its own type only (Python's rule), never silently as the integers (before s23 the CLI
+// joined timestamp[ms] 1 with timestamp[us] 1, and a date32 with an int32). A dictionary of the same type
+// joins.
+TEST_F(CliArrowTypes, TemporalKeysJoinTheirOwnTypeOnly) {
+  // Arrow IPC files keep every type as it is (Parquet would store a date64 as a date32).
+  const auto ts = [](arrow::TimeUnit::type unit, const std::string& zone = "") { return arrow::timestamp(unit, zone); };
+  write_table(dir() / "ms.arrow", *table({{"a", col(ts(arrow::TimeUnit::MILLI), "[1, 2, 3]")}}));
+  write_table(dir() / "us.arrow", *table({{"b", col(ts(arrow::TimeUnit::MICRO), "[1, 2, 3]")}}));
+  write_table(dir() / "msutc.arrow", *table({{"b", col(ts(arrow::TimeUnit::MILLI, "UTC"), "[1, 2, 3]")}}));
+  write_table(dir() / "i64.arrow", *table({{"b", col(arrow::int64(), "[1, 2, 3]")}}));
+  write_table(dir() / "d32.arrow", *table({{"a", col(arrow::date32(), "[1, 2, 3]")}}));
+  write_table(dir() / "d64.arrow", *table({{"b", col(arrow::date64(), "[86400000, 172800000]")}}));
+  write_table(dir() / "i32.arrow", *table({{"b", col(arrow::int32(), "[1, 2, 3]")}}));
+  write_table(dir() / "dur.arrow", *table({{"b", col(arrow::duration(arrow::TimeUnit::MILLI), "[1, 2, 3]")}}));
+  const std::pair<std::string, std::string> refused[] = {{"ms", "us"}, {"ms", "msutc"}, {"ms", "i64"},
+                                                         {"ms", "dur"}, {"d32", "d64"}, {"d32", "i32"}};
+  for (const auto& [r, s] : refused) {
+    SCOPED_TRACE(r + " " + s);
+    expect_refused("join --r " + r + ".arrow --s " + s + ".arrow --r-key a --s-key b",
+                   {"key column a of --r " + r + ".arrow", "key column b of --s " + s + ".arrow",
+                    "cannot be compared", "their own type only"});
+  }
+  // The same type joins, a dictionary of it too: 3 equal values a side.
+  auto dict = arrow::DictionaryArray::FromArrays(arrow::dictionary(arrow::int32(), ts(arrow::TimeUnit::MILLI)),
+                                                 col(arrow::int32(), "[0, 1, 2]"), col(ts(arrow::TimeUnit::MILLI), "[1, 2, 3]"));
+  ASSERT_TRUE(dict.ok()) << dict.status().ToString();
+  write_table(dir() / "msdict.arrow", *table({{"b", *dict}}));
+  write_table(dir() / "ms2.arrow", *table({{"b", col(ts(arrow::TimeUnit::MILLI), "[3, 4, 1]")}}));
+  for (const char* s : {"msdict", "ms2"}) {
+    const CliResult c = mgjoin(std::string("join --r ms.arrow --s ") + s + ".arrow --r-key a --s-key b --count --gpus 0 -q");
+    ASSERT_EQ(c.exit_code, 0) << s << ": " << c.err;
+    EXPECT_EQ(c.out, std::string(s) == std::string("msdict") ? "3\n" : "2\n") << s;
+  }
+}
+
 TEST_F(CliArrowTypes, NpyOutputOfAStringColumnIsRefusedInOneLine) {
   JoinCase c = payload_case();
   write_table(dir() / "r.parquet", *c.r);

@@ -228,10 +228,21 @@ std::vector<std::shared_ptr<arrow::ChunkedArray>> read_file_columns(const fs::pa
   });
 }
 
+/// A date, time, timestamp or duration type's full name (unit, zone: "timestamp[ms, tz=UTC]"); "" for
+/// the other types.
+std::string temporal_name(const arrow::DataType& t) {
+  switch (t.id()) {
+    case arrow::Type::DATE32: case arrow::Type::DATE64: case arrow::Type::TIME32: case arrow::Type::TIME64:
+    case arrow::Type::TIMESTAMP: case arrow::Type::DURATION: return t.ToString();
+    default: return "";
+  }
+}
+
 /// A column's info: its storage, or how a column without storage goes (gathered, dictionary key).
 ArrowColumnInfo column_info(const std::string& name, const std::shared_ptr<arrow::DataType>& type, bool partition) {
-  ArrowColumnInfo c{name, storage_of(*type), false, "", type_text(*type) + (partition ? " (partition)" : ""),
-                    std::make_shared<ArrowType>(ArrowType{type}), partition};
+  ArrowColumnInfo c{name, storage_of(*type), false, "", temporal_name(*decoded(type)),
+                    type_text(*type) + (partition ? " (partition)" : ""), std::make_shared<ArrowType>(ArrowType{type}),
+                    partition};
   if (!c.storage) {
     c.gathered = takes(decoded(type));
     c.dictionary_key = dictionary_key_family(*decoded(type));
