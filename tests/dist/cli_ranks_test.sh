@@ -141,7 +141,8 @@ import json, sys
 j = json.loads(sys.argv[1])
 assert j["ranks"] == 2 and j["count"] == int(sys.argv[2]), j
 assert j["seconds"] > 0 and j["strategy"] and j["executor"].startswith("CPU") and j["phases"], j
-assert "materialization" not in j, j  # a count materializes nothing' \
+assert "materialization" not in j, j  # a count materializes nothing
+assert j["read_seconds"] >= 0 and j["start_seconds"] >= 0 and j["write_seconds"] >= 0, j' \
   "$json" "$want" || fail "--json: $json"
 
 # An output directory that holds a table is refused, unless --overwrite: then the new parts replace the
