@@ -24,6 +24,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -128,9 +129,9 @@ int main(int argc, char** argv) {
   report("host_alloc", median_seconds(repeat, [] {}, [&] { check(cudaHostAlloc(&pinned, bytes, cudaHostAllocPortable), "cudaHostAlloc"); },
                                       [&] { check(cudaFreeHost(pinned), "cudaFreeHost"); }), bytes);
 
-  Mapping* m = nullptr;
-  const auto map = [&] { m = new Mapping(bytes); };
-  const auto unmap = [&] { delete m; };
+  std::optional<Mapping> m;
+  const auto map = [&] { m.emplace(bytes); };
+  const auto unmap = [&] { m.reset(); };
   report("touch", median_seconds(repeat, map, [&] { touch(m->p, bytes); }, unmap), bytes);
   // Registration with each set of flags: Portable maps the pages for every context, Mapped into the GPUs'
   // address space; then the D2H rate into that memory from the first and the last GPU (a rate far below

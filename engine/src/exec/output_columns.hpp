@@ -22,7 +22,7 @@ using copart::Widths;
 class OutputColumns {
  public:
   /// Columns of `result`: the key, and each side's payload where `r` / `s` move one; `gpus` is the GPU
-  /// count of the join that writes them (result_memory() says why it matters).
+  /// count of the join that writes them (pin_result_columns() says why it matters).
   OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw, JoinResult& result,
                 int gpus);
 
