@@ -187,14 +187,10 @@ std::size_t column_bytes(DType type, std::int64_t size) {
   return std::max<std::size_t>(64, (static_cast<std::size_t>(size) * dtype_size(type) + 63) / 64 * 64);
 }
 
-/// Columns from this size up are checked against the host memory that can be had before they are
-/// taken (a few /proc reads: negligible beside touching 64 MiB).
-constexpr std::size_t kCheckedBytes = 64ull << 20;
-
 /// New host memory for a column: refused with OutOfMemory, before it is taken, when the machine cannot
 /// hold it; pinned when asked and possible, else pageable.
 void* allocate_new(std::size_t bytes, DType type, std::int64_t size, MemoryKind* kind) {
-  if (bytes >= kCheckedBytes)
+  if (bytes >= alloc::kCheckedHostBytes)
     alloc::expect_host_memory(bytes, "a " + std::string(dtype_name(type)) + " column of " + std::to_string(size) + " rows");
   void* p = *kind == MemoryKind::Pinned ? allocate_pinned(bytes) : nullptr;
   if (!p) *kind = MemoryKind::Pageable;  // no driver or no device: pageable memory serves the CPU path

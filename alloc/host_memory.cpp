@@ -5,6 +5,7 @@
 
 #include <mgjoin/error.hpp>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -210,6 +211,12 @@ void expect_host_rows(std::uint64_t rows, std::uint64_t row_bytes, const std::st
   std::uint64_t bytes = 0;
   if (mul_overflows(rows, row_bytes, &bytes)) bytes = ~std::uint64_t{0};
   expect_host_memory(bytes, what);
+}
+
+std::uint64_t peak_resident_bytes() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
 }
 
 }  // namespace mgjoin::alloc

@@ -324,6 +324,26 @@ std::vector<const ColumnSource*> needed_columns(const TableSource& src, bool pay
   return out;
 }
 
+/// Bytes of host memory the columns a join reads take once read: column files only (a Parquet or Arrow
+/// IPC table's decoded size is known once it is decoded; its columns are checked one by one as they are
+/// allocated, as every host column is).
+std::uint64_t input_bytes(const TableSource& src, bool payloads) {
+  if (src.arrow) return 0;
+  std::uint64_t bytes = 0;
+  for (const ColumnSource* c : needed_columns(src, payloads))
+    bytes += static_cast<std::uint64_t>(c->info.size) * dtype_size(c->info.type);
+  return bytes;
+}
+
+/// Refuses a join whose input columns cannot all be held in host memory, before the first is read: one
+/// column at a time, the last one would fail after the others had been read (minutes at terabyte sizes).
+void expect_input_memory(const TableSource& r, const TableSource& s, bool payloads, bool s_payloads) {
+  const std::uint64_t rb = input_bytes(r, payloads), sb = input_bytes(s, s_payloads);
+  if (rb + sb < alloc::kCheckedHostBytes) return;  // as a column's allocation is
+  alloc::expect_host_memory(rb + sb, "the input columns (R " + alloc::format_bytes(rb) + ", S " + alloc::format_bytes(sb) +
+                                         ", read whole before the join)");
+}
+
 /// Reads the columns the join needs (needed_columns): of a Parquet or Arrow IPC table, only those; the
 /// columns in Arrow's form into `arrow` (empty placeholders in the table: prepare_host_columns).
 LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads, ArrowColumns& arrow) {
@@ -439,6 +459,7 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
   j["read_seconds"] = read_s;
   j["write_seconds"] = write_s;
   j["output_files"] = outputs;
+  j["peak_rss_bytes"] = alloc::peak_resident_bytes();
   return j;
 }
 
@@ -566,6 +587,7 @@ void run_join(const JoinArgs& args) {
   const MemoryKind memory = gpus_used ? MemoryKind::Pinned : MemoryKind::Pageable;
   const bool payloads = options.output == TableOutput::Columns;
   const bool s_payloads = payloads && outputs_right_columns(options.how);
+  expect_input_memory(r_src, s_src, payloads, s_payloads);
   const auto t_read = Clock::now();
   const TableFormat format = output_format(args, r_src, s_src);
   ArrowColumns r_arrow, s_arrow;
@@ -606,7 +628,9 @@ void run_join(const JoinArgs& args) {
   const double write_s = seconds_since(t_write);
 
   if (args.json) {
-    std::printf("%s\n", summary(result, args, r.view(), s.view(), read_s, write_s, outputs).dump(2).c_str());
+    nlohmann::json j = summary(result, args, r.view(), s.view(), read_s, write_s, outputs);
+    if (!r_src.arrow && !s_src.arrow) j["input_bytes"] = input_bytes(r_src, payloads) + input_bytes(s_src, s_payloads);
+    std::printf("%s\n", j.dump(2).c_str());
   } else if (!writes) {
     std::printf("%llu\n", static_cast<unsigned long long>(result.count));
   } else if (!args.quiet) {

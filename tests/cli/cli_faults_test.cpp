@@ -7,6 +7,7 @@
 #include "cli_test_util.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -112,6 +113,34 @@ TEST_F(CliFaults, AHostMemoryCapTooSmallForTheOutputIsOneLine) {
   const CliResult count = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M", "join --r-key r.npy --s-key s.npy --gpus 0 --count");
   EXPECT_EQ(count.exit_code, 0) << count.err;
   EXPECT_EQ(count.out, std::to_string(1ull << 25) + "\n");
+}
+
+TEST_F(CliFaults, InputsTheHostCannotHoldAreRefusedBeforeAnyIsRead) {
+  // Two columns of 5 * 10^6 uint64 keys, 40 MB each: each under the size from which one allocation is
+  // checked (64 MiB), together over it. One at a time, both would be read and the join would go on.
+  const std::vector<std::uint64_t> keys(5'000'000, 7);
+  write_column_file("r.npy", keys);
+  write_column_file("s.npy", keys);
+  const CliResult r = mgjoin_with_env("MGJOIN_HOST_MEMORY_LIMIT=1M", "join --r-key r.npy --s-key s.npy --gpus 0 --count");
+  EXPECT_NE(r.exit_code, 0);
+  const auto lines = r.err_lines();
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("host memory: the input columns (R 38.1 MiB, S 38.1 MiB"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("MGJOIN_HOST_MEMORY_LIMIT"), std::string::npos) << lines[0];
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(CliFaults, TheSummaryReportsTheInputsBytesAndThePeakResidentMemory) {
+  const std::vector<std::uint64_t> keys(5'000'000, 7);
+  write_column_file("r.npy", keys);
+  write_column_file("s.npy", std::vector<std::uint64_t>(keys.begin(), keys.begin() + 1000));
+  const CliResult r = mgjoin("join --r-key r.npy --s-key s.npy --gpus 0 --count --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("input_bytes").get<std::uint64_t>(), 5'001'000ull * 8);
+  // Both key columns were read whole: the process held at least their bytes at once.
+  EXPECT_GE(j.at("peak_rss_bytes").get<std::uint64_t>(), 5'001'000ull * 8);
+  EXPECT_EQ(j.at("count").get<std::uint64_t>(), 5'000'000ull * 1000);
 }
 
 TEST_F(CliFaults, ABadHostMemoryCapIsOneLine) {

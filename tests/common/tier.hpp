@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +47,14 @@ T per_tier(T quick, T full) {
 template <class T>
 T per_tier(T quick, T full, T sanitize) {
   return tier() == Tier::Sanitize ? sanitize : per_tier(quick, full);
+}
+
+/// Whether the sanitize tier leaves case `index` of a sweep out: it runs one case in `stride` (those with
+/// index % stride == 0), every other tier runs them all. For sweeps whose cases launch the same kernels on
+/// different data or options (kinds, output forms, strategies): racecheck and memcheck look for races and bad
+/// accesses inside kernels, and each kernel still runs; each caller says which cases stay.
+inline bool sanitize_skips(std::size_t index, std::size_t stride) {
+  return tier() == Tier::Sanitize && stride > 1 && index % stride != 0;
 }
 
 /// The allocations a fault-injection sweep fails, of `allocations` counted in a clean run (1-based). Full:

@@ -43,8 +43,13 @@ void check_on_gpus(int gpus, const std::vector<KeyTypePair>& pairs) {
     const std::int64_t rows = uniform(rng, per_tier<std::int64_t>(5'000, 20'000), per_tier<std::int64_t>(10'000, 100'000));
     return tables_by_value(types, rows, uniform(rng, rows / 2, rows), rng, {rows / 2, 0.02});
   };
-  for (const JoinStrategy strategy : kStrategies)
-    for (const KeyTypePair& types : pairs) {
+  // Sanitize: each key pair under one strategy, turning with the pair (every strategy still meets one pair
+  // or more, and each pair's key-order kernels run): a third of the joins, racecheck's minutes.
+  for (std::size_t s = 0; s < std::size(kStrategies); ++s)
+    for (std::size_t p = 0; p < pairs.size(); ++p) {
+      if (sanitize_skips(s + p, std::size(kStrategies))) continue;
+      const JoinStrategy strategy = kStrategies[s];
+      const KeyTypePair& types = pairs[p];
       const TableInput in = draw(types);
       ASSERT_EQ(check_by_value(in, options(strategy), &engine), 0) << in.shape << ", g=" << gpus << ", " << strategy_label(strategy);
     }

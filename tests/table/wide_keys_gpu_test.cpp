@@ -9,6 +9,7 @@
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
+#include "common/tier.hpp"
 #include "table/key_values.hpp"
 #include "table/table_check.hpp"
 #include "table/table_inputs.hpp"
@@ -58,10 +59,14 @@ TEST_P(GpuWideKeyJoins, EveryKindAndFormAgreesWithTheReference) {
   int failures = 0;
   for (std::size_t c = 0; c < specs.size(); ++c) {
     const TableInput in = make_input(specs[c], shapes[c % 3], rng);
-    for (const JoinKind kind : kAllKinds)
-      for (const TableOutput output : kAllOutputs)
-        if (!check_one(in, base(), kind, output, kAllMaterializations[c % 3], rng, context() + specs[c].label + ": ", engine()))
+    for (std::size_t k = 0; k < std::size(kAllKinds); ++k)
+      for (const TableOutput output : kAllOutputs) {
+        // Sanitize: one output form per spec and kind, turning with both (every spec, kind and form runs).
+        if (sanitize_skips(c + k + static_cast<std::size_t>(output), 3)) continue;
+        if (!check_one(in, base(), kAllKinds[k], output, kAllMaterializations[c % 3], rng, context() + specs[c].label + ": ",
+                       engine()))
           ++failures;
+      }
     ASSERT_LT(failures, 5) << "stopping after 5 failed joins";
   }
 }

@@ -53,6 +53,10 @@ HostMemoryRoom host_memory_room(const HostMemoryReadings& readings);
 /// Host memory kept free beside a plan: the kernel, the page cache and small allocations need some.
 inline constexpr std::uint64_t kHostMemoryReserve = 256ull << 20;
 
+/// Host allocations (a column, the inputs a join reads) from this size up are checked with
+/// expect_host_memory before they are taken (a few /proc reads: negligible beside touching 64 MiB).
+inline constexpr std::uint64_t kCheckedHostBytes = 64ull << 20;
+
 /// @throw OutOfMemory naming `what` when `bytes` more (and the reserve) do not fit the machine's room,
 /// even after the pinned blocks that columns gave back are freed:
 /// "host memory: <what> needs 40.0 GiB more, but only 12.5 GiB can be had (MemAvailable, ...)".
@@ -95,6 +99,9 @@ void expect_host_memory(std::uint64_t bytes, const std::string& what, const Host
 
 /// host_memory_would_hold against given readings and `cached` bytes of pinned blocks (tests).
 bool host_memory_would_hold(std::uint64_t bytes, const HostMemoryReadings& readings, std::uint64_t cached);
+
+/// The most host memory this process has held resident so far (getrusage's ru_maxrss), for reports.
+std::uint64_t peak_resident_bytes();
 
 /// "40.0 GiB", "512.0 MiB", "4096 B": sizes in messages.
 std::string format_bytes(std::uint64_t bytes);
