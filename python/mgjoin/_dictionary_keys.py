@@ -24,13 +24,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._tables import _STORAGE_BITS, VALID_SUFFIX, Column, _pyarrow
+from ._tables import _STORAGE_BITS, OFFSET32_BYTES, VALID_SUFFIX, Column, _pyarrow
 
 # The most values a dictionary may hold for int32 codes; past it the codes are int64 (a test lowers it).
 INT32_CODES = 2**31 - 1
-# The most bytes of values one string or binary array of 32-bit offsets holds: a decoded column of these
-# types past it is made of chunks that each hold no more (a test lowers it).
-OFFSET32_BYTES = 2**31 - 1
+# OFFSET32_BYTES (from _tables): a decoded key column of 32-bit offsets past it is made of chunks that each
+# hold no more (a test lowers it here).
 
 
 def _values_type(t: Any) -> Any:

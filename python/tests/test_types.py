@@ -128,6 +128,47 @@ def test_every_type_as_payload_through_each_join_kind(rng, where, how, key_nulls
         assert field.type == inputs[field.name], field.name
 
 
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
+def test_string_and_binary_outputs_past_32_bit_offsets_are_chunks_of_their_type(rng, where, how, monkeypatch):
+    # OFFSET32_BYTES lowered to 64 bytes (the longest value has 43): each output column of 32-bit offsets
+    # past it comes as chunks of at most 64 bytes of values, of the input's type; the values are the
+    # reference's (DuckDB's maps).
+    from mgjoin import _tables
+
+    monkeypatch.setattr(_tables, "OFFSET32_BYTES", 64)
+    left, right = typed_tables(rng, 50, 40, 12)
+    got = mgjoin.join(left, right, on="k", how=how, **where)
+    maps = duckdb_maps([left.column("k")], [right.column("k")], how)
+    assert got_rows(got) == expected_rows(left, right, maps)
+    chunked = 0
+    for field in got.schema:
+        if field.type in (pa.string(), pa.binary()):
+            column = got.column(field.name)
+            chunked += column.num_chunks > 1
+            for chunk in column.chunks:
+                assert chunk.type == field.type
+                # The values of one chunk: its last offset less its first.
+                offsets = np.frombuffer(chunk.buffers()[1], np.int32, len(chunk) + 1, chunk.offset * 4)
+                assert offsets[-1] - offsets[0] <= 64, field.name
+    assert chunked >= 4  # l/r string and binary columns of ~50 rows of ~8 bytes each pass 64 bytes
+
+
+def test_a_string_output_past_two_gib_keeps_its_type(where):
+    # One left row of a 1 MiB string meets 2100 right rows: 2.05 GiB of output values, past what one
+    # string array (32-bit offsets) holds. pyarrow's own take of it fails ("overflowed binary array capacity").
+    big = "x" * (1 << 20)
+    left = pa.table({"k": pa.array([1, 2], pa.int64()), "s": pa.array([big, None], pa.string())})
+    right = pa.table({"k": pa.array([1] * 2100 + [2], pa.int64()), "v": pa.array(np.arange(2101))})
+    got = mgjoin.join(left, right, on="k", **where)
+    column = got.column("s")
+    assert got.num_rows == 2101 and column.type == pa.string() and column.num_chunks >= 2
+    assert column.null_count == 1
+    lengths = np.concatenate([np.diff(np.frombuffer(c.buffers()[1], np.int32, len(c) + 1, c.offset * 4)) for c in column.chunks])
+    assert sorted(lengths.tolist()) == [0] + [1 << 20] * 2100
+    assert all(c[0].as_py() in (big, None) for c in column.chunks)
+    assert sorted(got.column("v").to_pylist()) == list(range(2101))
+
+
 def test_types_are_kept_through_gather_maps_of_the_same_join(rng):
     left, right = typed_tables(rng, 40, 30, 20)
     lr, rr = mgjoin.join(left, right, on="k", how="full", output="gather_maps", gpus=0)
