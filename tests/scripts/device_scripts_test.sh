@@ -33,12 +33,12 @@ status=0
 bash scripts/device-pending.sh no-such-group > /dev/null 2>&1 || status=$?
 [ "$status" = 2 ] || fail "an unknown group: exit status $status, not 2"
 # Racecheck runs the sanitize tier on mgjoin's kernels alone (CUB's radix sort under racecheck outlasts a
-# device call); memcheck of the cli suite stays the quick tier on every kernel.
+# device call); memcheck of the cli suite runs the sanitize tier's sizes on every kernel.
 for step in x4-racecheck racecheck-copart racecheck-e2e racecheck-table; do
   grep "^\[$step\]" <<< "$dry" | grep -q "MGJOIN_SAN_TOOLS=racecheck .*MGJOIN_TEST_TIER=sanitize MGJOIN_SAN_KERNELS=ours" ||
     fail "device-pending.sh's $step: not racecheck of the sanitize tier on our kernels: $(grep "^\[$step\]" <<< "$dry")"
 done
-grep "^\[x4-memcheck-cli\]" <<< "$dry" | grep "MGJOIN_TEST_TIER=quick" | grep -qv "MGJOIN_SAN_KERNELS" ||
+grep "^\[x4-memcheck-cli\]" <<< "$dry" | grep "MGJOIN_TEST_TIER=sanitize" | grep -qv "MGJOIN_SAN_KERNELS" ||
   fail "device-pending.sh's x4-memcheck-cli changed: $(grep "^\[x4-memcheck-cli\]" <<< "$dry")"
 
 # Every bench case of the bench groups runs as given, but on the CPU path and tiny.
