@@ -50,6 +50,10 @@
 #                 and NCCL's run uninstrumented), both in scripts/device-sanitize.sh's header; each part up
 #                 to MGJOIN_SAN_TIMEOUT, so the two may take two calls:
 #   x4-memcheck-cli, x4-racecheck   x4-sanitize's two parts alone (x4-racecheck: one call, <= ~8 min)
+#   x4-python     issue 39 (item 5): the Python package built there (carry .deps and .whl with duckdb's
+#                 wheel), then its GPU cases (MGJOIN_TEST_PLACES=gpus) at g = 1, 2 and 4, one run after the
+#                 other and nothing beside them (~150 s each on x4): side by side with each other or a
+#                 sanitizer, their engines' OpenMP threads oversubscribed the cores and no run ended in 350 s (s24)
 #   x4-bench      issue 39's 4-GPU table: g = 1..4 of B 10^9 count, A 2*10^8 x 2*10^9, Zipf 1, B 2.5*10^8
 #                 materialized; B 10^9 materialized in core and at 8G (g = 2, 4); B scale 8 count (g = 4);
 #                 4 ranks against one process (NCCL only); with MGJOIN_BIN_BEFORE (a binary folder of an
@@ -297,6 +301,17 @@ group_x4_racecheck() {
     bash scripts/device-sanitize.sh
 }
 
+group_x4_python() {
+  local target=/tmp/mgjoin-python g
+  step python-build python3 -m pip install --no-build-isolation --no-deps --target "$target" \
+    -Cbuild-dir=build/python -Ccmake.define.CMAKE_PREFIX_PATH="$PWD/.deps/usr" .
+  step python-duckdb python3 -m pip install --no-deps --target "$target" .whl/duckdb-*.whl
+  for g in 1 2 4; do
+    step "python-gpus-g$g" env MGJOIN_TEST_PLACES=gpus MGJOIN_TEST_GPUS="$g" PYTHONPATH="$target" \
+      python3 -m pytest -q -p no:cacheprovider --durations=5 python/tests
+  done
+}
+
 group_x4_bench() {
   local g cases=()
   for g in 1 2 3 4; do
@@ -342,6 +357,7 @@ for group in "$@"; do
     x4-sanitize) group_x4_memcheck_cli; group_x4_racecheck ;;
     x4-memcheck-cli) group_x4_memcheck_cli ;;
     x4-racecheck) group_x4_racecheck ;;
+    x4-python) group_x4_python ;;
     x4-bench) group_x4_bench ;;
     *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch, files-bench," \
          "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table, x4-tests, x4-sanitize, x4-memcheck-cli, x4-racecheck," \
