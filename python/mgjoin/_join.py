@@ -1,7 +1,6 @@
 """mgjoin.join(): equi-joins of two tables on the GPUs (or the CPU path)."""
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
@@ -14,7 +13,7 @@ from . import _mgjoin
 from ._dictionary_keys import comparable, decoded, encode_keys
 from ._nulls import key_validity, maps_with_null_keys, table_from_maps
 from ._progress import progress_callback
-from ._tables import ROW_NUMBERS, VALID_SUFFIX, Column, InputTable, arrow_array, convert, take
+from ._tables import ROW_NUMBERS, VALID_SUFFIX, Column, InputTable, arrow_array, convert, run_all, take
 
 _OUTPUTS = {"table": "columns", "gather_maps": "maps", "count": "count"}
 _TO = ("arrow", "pandas", "polars")
@@ -217,20 +216,10 @@ def _table(result: dict, columns: list[_Output], meta: tuple[dict[str, Column], 
         if own_valid is not None:
             null = ~own_valid if null is None else null | ~own_valid
         out.append(decoded(column, arrow_array(arrays[f"{prefix}.{o.column}"], null, column.arrow_type)))
-    for at, array in zip(gathers, _run_all(list(gathers.values()))):
+    for at, array in zip(gathers, run_all(list(gathers.values()))):
         out[at] = array
     return pa.Table.from_arrays(out, names=[o.name for o in columns])
 
-
-def _run_all(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Each job's result, in order; several at once on pyarrow's threads (pa.cpu_count(): its take releases
-    the GIL, and a table's columns are gathered one by one otherwise: 2 cores took half the time of one)."""
-    import pyarrow as pa
-
-    if len(jobs) <= 1 or pa.cpu_count() <= 1:
-        return [job() for job in jobs]
-    with concurrent.futures.ThreadPoolExecutor(min(len(jobs), pa.cpu_count())) as pool:
-        return list(pool.map(lambda job: job(), jobs))
 
 
 def _convert_table(table: Any, to: str) -> Any:

@@ -17,13 +17,14 @@ output table is gathered on the CPU (``table_from_maps``).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Optional
 
 import numpy as np
 
 from ._dictionary_keys import decoded
-from ._tables import Column, take
+from ._tables import Column, run_all, take
 
 # run(left arrays, right arrays, left_on, right_on, how) -> (left_rows, right_rows or None): an engine
 # join to gather maps with the caller's GPUs and options.
@@ -126,8 +127,8 @@ def table_from_maps(maps: tuple[np.ndarray, Optional[np.ndarray]], columns: list
     import pyarrow.compute as pc
 
     indices = [None if m is None else _indices(m) for m in maps]
-    out = []
-    for o in columns:
+
+    def gathered(o: Any) -> Any:
         own = meta[o.side][o.column]
         column = take(own.as_arrow(), indices[o.side])
         other = meta[1][keys[1][keys[0].index(o.column)]] if o.shared_key else None
@@ -135,5 +136,7 @@ def table_from_maps(maps: tuple[np.ndarray, Optional[np.ndarray]], columns: list
             key_type = shared_key_types[o.column]
             column = pc.coalesce(column.cast(key_type, safe=False), take(other.as_arrow(), indices[1]).cast(key_type, safe=False))
             column = column.cast(key_type)  # coalesce gives small decimals as decimal128
-        out.append(decoded(own, column, other))  # a dictionary key's codes (coalesced as codes) decoded
+        return decoded(own, column, other)  # a dictionary key's codes (coalesced as codes) decoded
+
+    out = run_all([functools.partial(gathered, o) for o in columns])  # the columns side by side
     return pa.Table.from_arrays(out, names=[o.name for o in columns])

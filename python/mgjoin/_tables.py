@@ -29,7 +29,8 @@ beside it, a key's to the null-key rules of ``_nulls.py``.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import concurrent.futures
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -326,6 +327,16 @@ def take(array: Any, indices: Any) -> Any:
             if hasattr(pa, view) and array.type == getattr(pa, view)():  # pyarrow >= 16 has view types
                 return array.cast(getattr(pa, large)()).take(indices).cast(array.type)
         raise
+
+
+def run_all(jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Each job's result, in order; several at once on pyarrow.cpu_count() threads: the output's columns
+    gathered by pyarrow (its take and casts release the GIL), one by one otherwise."""
+    pa = _pyarrow()
+    if len(jobs) <= 1 or pa.cpu_count() <= 1:
+        return [job() for job in jobs]
+    with concurrent.futures.ThreadPoolExecutor(min(len(jobs), pa.cpu_count())) as pool:
+        return list(pool.map(lambda job: job(), jobs))
 
 
 def _take_offsets32(array: Any, indices: Any) -> Any:
