@@ -482,6 +482,35 @@ std::shared_ptr<arrow::Array> array_of(const OutputColumn& c) {
 
 }  // namespace
 
+namespace {
+
+/// Rows of a Parquet row group the output is written in (Arrow's default is 2^20 too).
+constexpr std::int64_t kRowGroupRows = std::int64_t{1} << 20;
+
+/// `table` as Parquet (ZSTD, row groups of kRowGroupRows, the Arrow schema stored), its columns encoded
+/// and compressed side by side on Arrow's CPU threads: parquet::arrow::WriteTable writes a row group's
+/// columns one after the other; the buffered row groups of WriteRecordBatch take them in parallel.
+void write_parquet(const arrow::Table& table, const std::shared_ptr<arrow::io::OutputStream>& out, const std::string& what) {
+  auto props = parquet::WriterProperties::Builder()
+                   .compression(parquet::Compression::ZSTD)
+                   ->max_row_group_length(kRowGroupRows)
+                   ->build();
+  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->set_use_threads(true)->build();
+  auto writer = value_or_throw(
+      parquet::arrow::FileWriter::Open(*table.schema(), arrow::default_memory_pool(), out, props, arrow_props), what);
+  arrow::TableBatchReader batches(table);
+  batches.set_chunksize(kRowGroupRows);
+  for (;;) {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    ok_or_throw(batches.ReadNext(&batch), what);
+    if (!batch) break;
+    ok_or_throw(writer->WriteRecordBatch(*batch), what);
+  }
+  ok_or_throw(writer->Close(), what);
+}
+
+}  // namespace
+
 StagedColumnFile stage_arrow_file(const fs::path& final_path, std::span<const OutputColumn> columns, TableFormat format) {
   std::string temp_name = ".";  // appended, not "." + name: g++ 12 warned (-Wrestrict) of the sum
   temp_name += final_path.filename().string();
@@ -499,9 +528,7 @@ StagedColumnFile stage_arrow_file(const fs::path& final_path, std::span<const Ou
   naming_file(final_path, [&] {
     auto out = value_or_throw(arrow::io::FileOutputStream::Open(temp.string()), what);
     if (format == TableFormat::Parquet) {
-      auto props = parquet::WriterProperties::Builder().compression(parquet::Compression::ZSTD)->build();
-      auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-      ok_or_throw(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), out, 1 << 20, props, arrow_props), what);
+      write_parquet(*table, out, what);
     } else {
       auto writer = value_or_throw(arrow::ipc::MakeFileWriter(out, table->schema()), what);
       ok_or_throw(writer->WriteTable(*table), what);
