@@ -221,7 +221,6 @@ def _table(result: dict, columns: list[_Output], meta: tuple[dict[str, Column], 
     return pa.Table.from_arrays(out, names=[o.name for o in columns])
 
 
-
 def _convert_table(table: Any, to: str) -> Any:
     if to == "arrow":
         return table

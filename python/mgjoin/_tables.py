@@ -308,18 +308,16 @@ def _as_arrow(value: Any, what: str) -> Any:
 
 
 # The most bytes of values one string or binary array of 32-bit offsets holds: a column of these types
-# whose output passes it is made of chunks that each hold no more (tests lower it).
+# whose output passes it is made of chunks that each hold no more.
 OFFSET32_BYTES = 2**31 - 1
 
 
 def take(array: Any, indices: Any) -> Any:
     """array.take(indices), of the same type; the view types that pyarrow's take has no kernel for (Polars
     exports its strings as string_view) are taken as their large counterparts and cast back. A string or
-    binary output (32-bit offsets) past OFFSET32_BYTES keeps its type as a ChunkedArray of takes that each
-    hold no more: pyarrow's take of the whole fails ("overflowed binary array capacity")."""
+    binary output (32-bit offsets) past 2 GiB, which pyarrow's take refuses ("overflowed binary array
+    capacity"), keeps its type as a ChunkedArray (take_in_pieces)."""
     pa = _pyarrow()
-    if pa.types.is_string(array.type) or pa.types.is_binary(array.type):
-        return _take_offsets32(array, indices)
     try:
         return array.take(indices)
     except pa.ArrowNotImplementedError:
@@ -327,6 +325,10 @@ def take(array: Any, indices: Any) -> Any:
             if hasattr(pa, view) and array.type == getattr(pa, view)():  # pyarrow >= 16 has view types
                 return array.cast(getattr(pa, large)()).take(indices).cast(array.type)
         raise
+    except (pa.ArrowInvalid, pa.ArrowCapacityError) as e:
+        if "overflow" not in str(e) or not (pa.types.is_string(array.type) or pa.types.is_binary(array.type)):
+            raise
+        return take_in_pieces(array, indices, OFFSET32_BYTES)
 
 
 def run_all(jobs: list[Callable[[], Any]]) -> list[Any]:
@@ -339,20 +341,18 @@ def run_all(jobs: list[Callable[[], Any]]) -> list[Any]:
         return list(pool.map(lambda job: job(), jobs))
 
 
-def _take_offsets32(array: Any, indices: Any) -> Any:
-    """take() of a string or binary array: whole when its values fit 32-bit offsets, else in pieces of
-    consecutive output rows, each within OFFSET32_BYTES (a single value always fits: the input held it)."""
+def take_in_pieces(array: Any, indices: Any, limit: int) -> Any:
+    """array.take(indices) of a string or binary array as a ChunkedArray of its type, in pieces of consecutive
+    output rows that each hold at most `limit` bytes of values (a single value longer than that alone)."""
     import pyarrow.compute as pc
 
     pa = _pyarrow()
     indices = indices if isinstance(indices, (pa.Array, pa.ChunkedArray)) else pa.array(indices, pa.int64())
     sizes = pc.binary_length(array).take(indices).fill_null(0)  # a null row (or a -1 made null) adds nothing
     ends = np.cumsum(sizes.to_numpy(zero_copy_only=False), dtype=np.int64)
-    if len(ends) == 0 or ends[-1] <= OFFSET32_BYTES:
-        return array.take(indices)
     pieces, start, before = [], 0, 0
     while start < len(ends):
-        end = max(int(np.searchsorted(ends, before + OFFSET32_BYTES, side="right")), start + 1)
+        end = max(int(np.searchsorted(ends, before + limit, side="right")), start + 1)
         taken = array.take(indices.slice(start, end - start))
         pieces.extend(taken.chunks if isinstance(taken, pa.ChunkedArray) else [taken])
         before, start = int(ends[end - 1]), end
