@@ -335,10 +335,10 @@ std::uint64_t input_bytes(const TableSource& src, bool payloads) {
   return bytes;
 }
 
-/// Refuses a join whose input columns cannot all be held in host memory, before the first is read: one
-/// column at a time, the last one would fail after the others had been read (minutes at terabyte sizes).
-void expect_input_memory(const TableSource& r, const TableSource& s, bool payloads, bool s_payloads) {
-  const std::uint64_t rb = input_bytes(r, payloads), sb = input_bytes(s, s_payloads);
+/// Refuses a join whose input columns (`rb` bytes of R's, `sb` of S's) cannot all be held in host memory,
+/// before the first is read: one column at a time, the last one would fail after the others had been read
+/// (minutes at terabyte sizes).
+void expect_input_memory(std::uint64_t rb, std::uint64_t sb) {
   if (rb + sb < alloc::kCheckedHostBytes) return;  // as a column's allocation is
   alloc::expect_host_memory(rb + sb, "the input columns (R " + alloc::format_bytes(rb) + ", S " + alloc::format_bytes(sb) +
                                          ", read whole before the join)");
@@ -587,7 +587,8 @@ void run_join(const JoinArgs& args) {
   const MemoryKind memory = gpus_used ? MemoryKind::Pinned : MemoryKind::Pageable;
   const bool payloads = options.output == TableOutput::Columns;
   const bool s_payloads = payloads && outputs_right_columns(options.how);
-  expect_input_memory(r_src, s_src, payloads, s_payloads);
+  const std::uint64_t r_bytes = input_bytes(r_src, payloads), s_bytes = input_bytes(s_src, s_payloads);
+  expect_input_memory(r_bytes, s_bytes);
   const auto t_read = Clock::now();
   const TableFormat format = output_format(args, r_src, s_src);
   ArrowColumns r_arrow, s_arrow;
@@ -629,7 +630,7 @@ void run_join(const JoinArgs& args) {
 
   if (args.json) {
     nlohmann::json j = summary(result, args, r.view(), s.view(), read_s, write_s, outputs);
-    if (!r_src.arrow && !s_src.arrow) j["input_bytes"] = input_bytes(r_src, payloads) + input_bytes(s_src, s_payloads);
+    if (!r_src.arrow && !s_src.arrow) j["input_bytes"] = r_bytes + s_bytes;
     std::printf("%s\n", j.dump(2).c_str());
   } else if (!writes) {
     std::printf("%llu\n", static_cast<unsigned long long>(result.count));

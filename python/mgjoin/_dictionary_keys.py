@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._tables import _STORAGE_BITS, OFFSET32_BYTES, VALID_SUFFIX, Column, _pyarrow
+from ._tables import _STORAGE_BITS, OFFSET32_BYTES, VALID_SUFFIX, Column, _pyarrow, take_in_pieces
 
 # The most values a dictionary may hold for int32 codes; past it the codes are int64 (a test lowers it).
 INT32_CODES = 2**31 - 1
@@ -180,12 +180,8 @@ def _taken(dictionary: Any, codes: Any, arrow_type: Any) -> Any:
         if offsets[-1] - offsets[0] <= OFFSET32_BYTES:
             pieces.append(values.cast(arrow_type))
             continue
-        start = 0
-        while start < len(values):  # a single value fits: the input's column of this type held it
-            end = max(int(np.searchsorted(offsets, offsets[start] + OFFSET32_BYTES, side="right")) - 1, start + 1)
-            pieces.append(dictionary.take(part.slice(start, end - start)).cast(arrow_type))
-            start = end
-        del values, offsets
+        del values, offsets  # a single value fits: the input's column of this type held it
+        pieces.extend(c.cast(arrow_type) for c in take_in_pieces(dictionary, part, OFFSET32_BYTES).chunks)
     if len(pieces) == 1 and not isinstance(codes, pa.ChunkedArray):
         return pieces[0]
     return pa.chunked_array(pieces, type=arrow_type)

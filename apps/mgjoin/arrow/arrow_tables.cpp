@@ -480,10 +480,6 @@ std::shared_ptr<arrow::Array> array_of(const OutputColumn& c) {
   return arrow::MakeArray(arrow::ArrayData::Make(type, n, {validity, values}, nulls));
 }
 
-}  // namespace
-
-namespace {
-
 /// Rows of a Parquet row group the output is written in (Arrow's default is 2^20 too).
 constexpr std::int64_t kRowGroupRows = std::int64_t{1} << 20;
 
