@@ -315,9 +315,10 @@ OFFSET32_BYTES = 2**31 - 1
 def take(array: Any, indices: Any) -> Any:
     """array.take(indices), of the same type; the view types that pyarrow's take has no kernel for (Polars
     exports its strings as string_view) are taken as their large counterparts and cast back. A string or
-    binary output (32-bit offsets) past 2 GiB, which pyarrow's take refuses ("overflowed binary array
-    capacity"), keeps its type as a ChunkedArray (take_in_pieces)."""
+    binary output (32-bit offsets) that may pass 2 GiB keeps its type as a ChunkedArray (take_in_pieces)."""
     pa = _pyarrow()
+    if (pa.types.is_string(array.type) or pa.types.is_binary(array.type)) and _may_pass_offsets(array, len(indices)):
+        return take_in_pieces(array, indices, OFFSET32_BYTES)
     try:
         return array.take(indices)
     except pa.ArrowNotImplementedError:
@@ -325,10 +326,19 @@ def take(array: Any, indices: Any) -> Any:
             if hasattr(pa, view) and array.type == getattr(pa, view)():  # pyarrow >= 16 has view types
                 return array.cast(getattr(pa, large)()).take(indices).cast(array.type)
         raise
-    except (pa.ArrowInvalid, pa.ArrowCapacityError) as e:
-        if "overflow" not in str(e) or not (pa.types.is_string(array.type) or pa.types.is_binary(array.type)):
-            raise
-        return take_in_pieces(array, indices, OFFSET32_BYTES)
+
+
+def _may_pass_offsets(array: Any, rows: int) -> bool:
+    """Whether `rows` values taken from `array` (string or binary) may hold more than OFFSET32_BYTES: its
+    longest value times the rows, a bound read in one pass over the input's offsets. pyarrow's own take
+    cannot be left to find out: pyarrow 26 refuses such an output ("overflowed binary array capacity"), but
+    pyarrow 25 returns it with negative offsets (seen on the GPU machines, s25)."""
+    import pyarrow.compute as pc
+
+    if rows * len(array) == 0:
+        return False
+    longest = pc.max(pc.binary_length(array)).as_py() or 0
+    return rows * longest > OFFSET32_BYTES
 
 
 def run_all(jobs: list[Callable[[], Any]]) -> list[Any]:

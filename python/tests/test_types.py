@@ -146,6 +146,20 @@ def test_a_take_past_the_offsets_limit_is_chunks_of_its_type(rng, t):
         assert offsets[-1] - offsets[0] <= 64 or len(chunk) == 1
 
 
+def test_a_take_goes_in_pieces_only_where_its_bound_may_pass_the_offsets_limit():
+    # The bound is the longest value times the rows taken (pyarrow 25's take wraps its offsets past 2 GiB
+    # instead of refusing): 10-byte values, 2^27 rows may hold 1.34e9 bytes (under 2^31 - 1), 2^28 rows 2.7e9.
+    from mgjoin import _tables
+
+    ten = pa.array(["x" * 10, None, ""])
+    assert not _tables._may_pass_offsets(ten, 2**27)
+    assert _tables._may_pass_offsets(ten, 2**28)
+    assert not _tables._may_pass_offsets(pa.array([None, None], pa.string()), 2**40)
+    assert not _tables._may_pass_offsets(pa.array([], pa.binary()), 2**40)
+    got = _tables.take(ten, pa.array([2, 0, 0, 1]))
+    assert isinstance(got, pa.Array) and got.to_pylist() == ["", "x" * 10, "x" * 10, None]
+
+
 def test_a_string_output_past_two_gib_keeps_its_type(where):
     # One left row of a 1 MiB string meets 2100 right rows: 2.05 GiB of output values, past what one
     # string array (32-bit offsets) holds. pyarrow's own take of it fails ("overflowed binary array capacity").
