@@ -12,8 +12,9 @@
 #
 # MGJOIN_SUITES (the suites, in order; set empty: none), MGJOIN_GTEST_ARGS (added to every suite's
 # arguments, e.g. a --gtest_filter), MGJOIN_SUITE_TIMEOUT (seconds one suite may run; quick 150, full
-# 300), MGJOIN_RUN_BUDGET (seconds all suites together may run: each gets at most what is left; quick
-# 360, full 570), MGJOIN_SIDE_BY_SIDE=0 (copart and table one after the other even on 4 GPUs).
+# 300; copart and table side by side 60 more), MGJOIN_RUN_BUDGET (seconds all suites together may run:
+# each gets at most what is left; quick 360, full 570), MGJOIN_SIDE_BY_SIDE=0 (copart and table one after
+# the other even on 4 GPUs).
 set -uo pipefail
 source "$(dirname "$0")/device-env.sh"  # cd to the root, NCCL_NVLS_ENABLE=0, $B (binaries), $OUT (logs)
 tier=${1:-quick}
@@ -68,10 +69,14 @@ logs=()  # runs of a suite beyond its own, by log name
 for t in "${suites[@]}"; do
   if [[ -n "$side_by_side" && "$t" == table ]]; then continue; fi  # ran beside copart
   if [[ -n "$side_by_side" && "$t" == copart ]]; then
+    # The two longest suites, on half the machine each, get 60 s more than one suite alone: on 4 H200s
+    # copart took 134 s of its 150 in s24 and was killed at 150 s in its last test in s25 (call 3).
+    suite_timeout=$(( suite_timeout + 60 ))
     run_suite copart CUDA_VISIBLE_DEVICES=0,1 OMP_NUM_THREADS=$half_cores & copart=$!
     run_suite table CUDA_VISIBLE_DEVICES=2,3 OMP_NUM_THREADS=$half_cores & table=$!
     wait "$copart" || failed=1
     wait "$table" || failed=1
+    suite_timeout=$(( suite_timeout - 60 ))
     # On two GPUs a test that needs three or more skips: those (named …ThreeOrMoreGpus…) run again on all.
     run_suite copart:copart-all-gpus GTEST_FILTER='*ThreeOrMoreGpus*' || failed=1
     logs+=(copart-all-gpus)
