@@ -284,7 +284,9 @@ racecheck_env=(MGJOIN_SAN_TOOLS=racecheck MGJOIN_SAN_CASES=0 MGJOIN_TEST_TIER=sa
 
 # Memcheck of the cli suite on two GPUs, alone (beside the racecheck runs its children found no GPU memory
 # to start in: s22), in the sanitize tier: on 2 of 4 H200s (s24) the quick tier's CliTest.GpuJoinMatchesCpuJoin
-# (10^6 rows a side, three joins under memcheck) outlasted 370 s; the sanitize tier joins 10^5.
+# (10^6 rows a side, three joins under memcheck) outlasted 370 s, and at the sanitize tier's 10^5 rows 486 s
+# (s25), both with the suite under the tool tracking its processes; device-sanitize.sh now puts each mgjoin
+# process under the tool itself (MGJOIN_CLI_WRAPPER) and runs the suite plainly.
 group_x4_memcheck_cli() {
   step x4-memcheck-cli env CUDA_VISIBLE_DEVICES=0,1 MGJOIN_TEST_TIER=sanitize MGJOIN_SAN_TOOLS=memcheck MGJOIN_SAN_SUITES=cli \
     MGJOIN_SAN_CASES=0 MGJOIN_SAN_TIMEOUT="${MGJOIN_SAN_TIMEOUT:-500}" bash scripts/device-sanitize.sh

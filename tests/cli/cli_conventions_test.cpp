@@ -65,6 +65,23 @@ TEST_F(CliConventions, ParseErrorsExitTwoWithOneLine) {
   EXPECT_NE(version.out.find("mgjoin"), std::string::npos);
 }
 
+// The test harness's MGJOIN_CLI_WRAPPER (how device-sanitize.sh puts each mgjoin process of the cli
+// suite under compute-sanitizer): the wrapper runs, with the program and its arguments after it, and the
+// program's exit status and output come back as without it.
+TEST_F(CliConventions, AWrapperCommandRunsBeforeTheProgram) {
+  const char* before = std::getenv("MGJOIN_CLI_WRAPPER");
+  const std::string saved = before ? before : "";
+  ::setenv("MGJOIN_CLI_WRAPPER", "sh -c 'echo wrapped \"$#\"; exec \"$0\" \"$@\"'", 1);
+  const CliResult version = mgjoin("--version");
+  const CliResult bad = mgjoin("join --gpus two --count");
+  if (before) ::setenv("MGJOIN_CLI_WRAPPER", saved.c_str(), 1); else ::unsetenv("MGJOIN_CLI_WRAPPER");
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.out.rfind("wrapped 1\n", 0), 0u) << version.out;  // one argument after the program
+  EXPECT_NE(version.out.find("mgjoin"), std::string::npos) << version.out;
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--gpus"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliConventions, UnderJsonEveryFailureIsAlsoJsonOnStdout) {
   for (const auto& [args, status, needle] : std::vector<std::tuple<std::string, int, std::string>>{
            {"join --json --no-such-option", 2, "--no-such-option"},

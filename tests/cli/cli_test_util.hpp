@@ -47,11 +47,15 @@ class CliTest : public TempDirTest {
     return run(MGJOIN_CLI_PATH, args, prefix);
   }
 
-  /// As mgjoin(), of another build of the CLI (`program`: its path).
+  /// As mgjoin(), of another build of the CLI (`program`: its path). MGJOIN_CLI_WRAPPER, a command line,
+  /// goes before the program: scripts/device-sanitize.sh runs each mgjoin process of the cli suite under
+  /// compute-sanitizer so (its report in a file of its own, stdout and stderr the program's).
   CliResult run(const std::string& program, const std::string& args, const std::string& prefix = "") const {
     const std::string err_file = (dir() / ".stderr").string();
+    const char* wrapper = std::getenv("MGJOIN_CLI_WRAPPER");
+    const std::string wrapped = wrapper && *wrapper ? std::string(wrapper) + " " : "";
     const std::string cmd =
-        "cd '" + dir().string() + "' && " + prefix + "'" + program + "' " + args + " 2>'" + err_file + "'";
+        "cd '" + dir().string() + "' && " + prefix + wrapped + "'" + program + "' " + args + " 2>'" + err_file + "'";
     CliResult r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;

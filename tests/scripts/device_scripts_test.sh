@@ -98,9 +98,16 @@ done
 mkdir -p "$dir/san-path"
 cat > "$dir/san-path/compute-sanitizer" <<'STUB'
 #!/usr/bin/env bash
-echo "args: $*"
-echo "tier: ${MGJOIN_TEST_TIER:-}"
-echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+# Its report to stdout, or to --log-file's file (%p: its pid); STANDIN_SAN_ERRORS=1: two errors found.
+log=/dev/stdout
+for ((i = 1; i < $#; i++)); do [ "${!i}" != --log-file ] || { j=$(( i + 1 )); log=${!j//%p/$$}; }; done
+{
+  echo "args: $*"
+  echo "tier: ${MGJOIN_TEST_TIER:-}"
+  if [ -n "${STANDIN_SAN_ERRORS:-}" ]; then echo "========= ERROR SUMMARY: 2 errors"; else
+    echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; fi
+} > "$log"
+[ -z "${STANDIN_SAN_ERRORS:-}" ] || exit 86
 STUB
 chmod +x "$dir/san-path/compute-sanitizer"
 sanitize() {  # MGJOIN_SAN_KERNELS value, folder: racecheck and memcheck of e2e through device-sanitize.sh
@@ -124,6 +131,29 @@ fi
 status=0
 sanitize theirs san-bad > /dev/null 2>&1 || status=$?
 [ "$status" = 2 ] || fail "device-sanitize.sh MGJOIN_SAN_KERNELS=theirs: exit status $status, not 2"
+
+# device-sanitize.sh's cli route: the suite (a stand-in that starts two processes through
+# MGJOIN_CLI_WRAPPER) runs plainly and each process under the tool, their reports summed in one line; a
+# process with findings fails the run.
+cat > "$dir/bin/cli_gpu_tests" <<'STUB'
+#!/usr/bin/env bash
+$MGJOIN_CLI_WRAPPER /bin/true --version
+$MGJOIN_CLI_WRAPPER /bin/true --help
+exit 0
+STUB
+chmod +x "$dir/bin/cli_gpu_tests"
+cli_sanitize() {  # folder
+  PATH="$dir/san-path:$PATH" MGJOIN_BIN="$dir/bin" OUT="$dir/$1" MGJOIN_SAN_LOGS="$dir/$1/logs" MGJOIN_BUILT_IN="$dir/built" \
+    MGJOIN_SAN_TOOLS=memcheck MGJOIN_SAN_SUITES=cli MGJOIN_SAN_CASES=0 bash scripts/device-sanitize.sh
+}
+cli_out=$(cli_sanitize san-cli) || fail "device-sanitize.sh, cli: $cli_out"
+grep -q "^memcheck cli rc=0 .*: 2 mgjoin processes, 0 with findings" <<< "$cli_out" || fail "device-sanitize.sh, cli: $cli_out"
+[ "$(grep -l -- "--tool memcheck .*--log-file .*child-%p.log /bin/true --" "$dir"/san-cli/logs/*.child-*.log | wc -l)" = 2 ] ||
+  fail "device-sanitize.sh, cli: the processes' reports: $(cat "$dir"/san-cli/logs/*.child-*.log)"
+status=0
+cli_out=$(STANDIN_SAN_ERRORS=1 cli_sanitize san-cli-bad) || status=$?
+[ "$status" != 0 ] && grep -q "^memcheck cli rc=86 .*: 2 mgjoin processes, 2 with findings or no summary: .*ERROR SUMMARY: 2 errors" <<< "$cli_out" ||
+  fail "device-sanitize.sh, cli with findings: status $status: $cli_out"
 
 # ranks-bench end to end on the CPU path: six medians (one process, two ranks over NCCL's choice and
 # over MPI; count and materialized).
