@@ -92,6 +92,26 @@ for bad in "full" "full 3/2" "full 0/2" "slow"; do
   [ "$status" = 2 ] || fail "device-tests.sh $bad: exit status $status, not 2"
 done
 
+# With four GPUs (a stand-in nvidia-smi) copart and table run side by side, two GPUs each, with 60 s more
+# than the suite timeout (the others keep it), and copart's ThreeOrMoreGpus tests run again on all GPUs.
+mkdir -p "$dir/smi-path"
+printf '#!/usr/bin/env bash\nfor i in 0 1 2 3; do echo "GPU $i: stand-in"; done\n' > "$dir/smi-path/nvidia-smi"
+chmod +x "$dir/smi-path/nvidia-smi"
+for s in alloc copart table; do
+  cat > "$dir/bin/${s}_gpu_tests" <<'SUITE'
+#!/usr/bin/env bash
+echo "[ limit    ] $(tr '\0' ' ' < /proc/$PPID/cmdline)gpus=${CUDA_VISIBLE_DEVICES:-all} filter=${GTEST_FILTER:-}"
+echo "[  PASSED  ] 1 test."
+SUITE
+  chmod +x "$dir/bin/${s}_gpu_tests"
+done
+side_out=$(env -u CUDA_VISIBLE_DEVICES PATH="$dir/smi-path:$PATH" MGJOIN_BIN="$dir/bin" OUT="$dir/side" \
+  MGJOIN_SUITES="alloc copart table" MGJOIN_BUILT_IN="$dir/built" bash scripts/device-tests.sh) || fail "device-tests.sh, 4 GPUs: $side_out"
+for want in "timeout 150 [^ ]*/alloc_gpu_tests gpus=all filter=$" "timeout 210 [^ ]*/copart_gpu_tests gpus=0,1 filter=$" \
+            "timeout 210 [^ ]*/table_gpu_tests gpus=2,3 filter=$" "timeout 150 [^ ]*/copart_gpu_tests gpus=all filter=\\*ThreeOrMoreGpus\\*$"; do
+  grep -q "^\\[ limit    \\] $want" "$dir/side/gpu-tests.log" || fail "device-tests.sh, 4 GPUs: no '$want' in: $(cat "$dir/side/gpu-tests.log")"
+done
+
 # device-sanitize.sh with a stand-in compute-sanitizer that prints its arguments and the suite's tier:
 # MGJOIN_SAN_KERNELS=ours reaches racecheck and memcheck as the kernel filters, racecheck side by side gets
 # its share of the cores, the default checks every kernel, and an unknown value is refused.
