@@ -98,7 +98,8 @@ kernel_flags > /dev/null || exit 2
 summary_file="$OUT/sanitize-summary.txt"
 parallel=${MGJOIN_SAN_PARALLEL:-1}
 if [ "$parallel" -gt 1 ]; then export MGJOIN_TEST_GPU_MEMORY_MIB=${MGJOIN_TEST_GPU_MEMORY_MIB:-$(( 65536 / parallel ))}; fi
-# The last summary line of one sanitizer log (memcheck: errors after leaks), or "no summary".
+# The summary lines of one sanitizer log (its last three, joined by ';': memcheck's errors after its
+# leaks), or "no summary".
 summary_of() {
   local line
   line=$(grep -E '^========= (ERROR|LEAK|RACECHECK) SUMMARY' "$1" | tail -3 | sed 's/^========= //' | paste -sd';' -)

@@ -71,12 +71,11 @@ for t in "${suites[@]}"; do
   if [[ -n "$side_by_side" && "$t" == copart ]]; then
     # The two longest suites, on half the machine each, get 60 s more than one suite alone: on 4 H200s
     # copart took 134 s of its 150 in s24 and was killed at 150 s in its last test in s25 (call 3).
-    suite_timeout=$(( suite_timeout + 60 ))
-    run_suite copart CUDA_VISIBLE_DEVICES=0,1 OMP_NUM_THREADS=$half_cores & copart=$!
-    run_suite table CUDA_VISIBLE_DEVICES=2,3 OMP_NUM_THREADS=$half_cores & table=$!
+    longer=$(( suite_timeout + 60 ))
+    suite_timeout=$longer run_suite copart CUDA_VISIBLE_DEVICES=0,1 OMP_NUM_THREADS=$half_cores & copart=$!
+    suite_timeout=$longer run_suite table CUDA_VISIBLE_DEVICES=2,3 OMP_NUM_THREADS=$half_cores & table=$!
     wait "$copart" || failed=1
     wait "$table" || failed=1
-    suite_timeout=$(( suite_timeout - 60 ))
     # On two GPUs a test that needs three or more skips: those (named …ThreeOrMoreGpus…) run again on all.
     run_suite copart:copart-all-gpus GTEST_FILTER='*ThreeOrMoreGpus*' || failed=1
     logs+=(copart-all-gpus)

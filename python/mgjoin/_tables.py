@@ -335,7 +335,7 @@ def _may_pass_offsets(array: Any, rows: int) -> bool:
     pyarrow 25 returns it with negative offsets (seen on the GPU machines, s25)."""
     import pyarrow.compute as pc
 
-    if rows * len(array) == 0:
+    if rows == 0 or len(array) == 0:
         return False
     longest = pc.max(pc.binary_length(array)).as_py() or 0
     return rows * longest > OFFSET32_BYTES

@@ -153,6 +153,7 @@ class Pass2 {
       if (!halves) halves.emplace(context_, plan_.device_bytes, plan_.group_pinned_bytes);
       auto next = std::make_unique<Running>(r_.group(q), s_.group(q));
       if (planned.valid()) next->plan = planned.get();
+      // None made beside (the first group) or made for other halves (remade after a group ran alone).
       if (next->plan.device_bytes != halves->device_bytes()) next->plan = plan_group(next->r, next->s, halves->device_bytes());
       if (i + 1 < joining_.size()) planned = plan_beside(joining_[i + 1], halves->device_bytes());
       if (!next->plan.fits || next->plan.streamed) {  // its bucket outgrew the half its sample planned
