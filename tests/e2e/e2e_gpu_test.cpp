@@ -142,7 +142,7 @@ class GpuJoinConfigurations : public ::testing::TestWithParam<GpuCase> {
   /// of the same EngineOptions (the grid lists each g's cases of one memory limit together): ~2 s an
   /// engine on 4 GPUs. One at a time, so each takes the memory as join()'s would.
   static Engine& engine_for(const JoinOptions& o) {
-    const EngineOptions wanted = o;
+    const EngineOptions wanted = test_engine_options(o);
     if (!engine_ || !(engine_options_ == wanted)) {
       engine_.reset();
       engine_ = std::make_unique<Engine>(wanted);
@@ -191,7 +191,7 @@ class GpuJoinWorkloads : public ::testing::TestWithParam<GpuCase> {
 TEST_P(GpuJoinWorkloads, EqualsCpuPath) {
   MGJOIN_REQUIRE_GPUS(GetParam().gpus);
   check_against_cpu(GetParam(), [](RelationView r, RelationView s, const JoinOptions& o) {
-    if (!engine) engine = std::make_unique<Engine>(o);
+    if (!engine) engine = std::make_unique<Engine>(test_engine_options(o));
     return engine->join(r, s, o);
   });
 }

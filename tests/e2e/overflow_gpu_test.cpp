@@ -8,6 +8,7 @@
 #include <mgjoin/join.hpp>
 
 #include "alloc/host_memory.hpp"
+#include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 
@@ -40,7 +41,7 @@ std::unique_ptr<Engine>& shared_engine() {
 }
 
 Engine& engine() {
-  if (!shared_engine()) shared_engine() = std::make_unique<Engine>(EngineOptions{});
+  if (!shared_engine()) shared_engine() = std::make_unique<Engine>(test_engine_options(EngineOptions{}));
   return *shared_engine();
 }
 
