@@ -112,13 +112,14 @@ summary_of() {
 # processes had not ended after 380 s (s24, 10^6 rows) and 486 s (s25, 10^5 rows) on 4 H200s.
 # A process that never starts CUDA (`mgjoin generate`, a join small enough for the CPU) runs under
 # --require-cuda-init no (without it the sanitizer exits 255 for it: s26) and leaves a report of the
-# banner alone, counted apart.
+# banner and "Target application terminated before first instrumented API call" alone, counted apart.
 children_summary() {  # log: one line over its child logs
   local f line n=0 no_cuda=0 bad=()
   for f in "${1%.log}".child-*.log; do
     [ -e "$f" ] || continue
     n=$(( n + 1 ))
-    if ! grep -v '^========= COMPUTE-SANITIZER$' "$f" | grep -q .; then no_cuda=$(( no_cuda + 1 )); continue; fi
+    if ! grep -vE '^========= (COMPUTE-SANITIZER|Target application terminated before first instrumented API call)$' "$f" |
+      grep -q .; then no_cuda=$(( no_cuda + 1 )); continue; fi
     line=$(summary_of "$f")
     grep -qE '(ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards)' <<< "${line##*;}" || bad+=("${f##*/}: $line")
   done

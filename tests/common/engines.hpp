@@ -22,8 +22,10 @@ inline std::uint64_t side_by_side_gpu_memory_limit() {
   return mib ? std::strtoull(mib, nullptr, 10) << 20 : 0;
 }
 
-/// `o` as a test makes its engine: the default limit (0) becomes side_by_side_gpu_memory_limit().
-inline EngineOptions test_engine_options(EngineOptions o) {
+/// `o` (EngineOptions, or JoinOptions that name their engine's) as a test makes its engine and joins on
+/// it: the default limit (0) becomes side_by_side_gpu_memory_limit().
+template <class Options>
+Options test_engine_options(Options o) {
   if (o.gpu_memory_limit == 0) o.gpu_memory_limit = side_by_side_gpu_memory_limit();
   return o;
 }

@@ -142,7 +142,7 @@ class GpuJoinConfigurations : public ::testing::TestWithParam<GpuCase> {
   /// of the same EngineOptions (the grid lists each g's cases of one memory limit together): ~2 s an
   /// engine on 4 GPUs. One at a time, so each takes the memory as join()'s would.
   static Engine& engine_for(const JoinOptions& o) {
-    const EngineOptions wanted = test_engine_options(o);
+    const EngineOptions wanted = o;
     if (!engine_ || !(engine_options_ == wanted)) {
       engine_.reset();
       engine_ = std::make_unique<Engine>(wanted);
@@ -158,7 +158,10 @@ class GpuJoinConfigurations : public ::testing::TestWithParam<GpuCase> {
 
 TEST_P(GpuJoinConfigurations, EqualsCpuPath) {
   MGJOIN_REQUIRE_GPUS(GetParam().gpus);
-  check_against_cpu(GetParam(), [](RelationView r, RelationView s, const JoinOptions& o) { return engine_for(o).join(r, s, o); });
+  check_against_cpu(GetParam(), [](RelationView r, RelationView s, const JoinOptions& o) {
+    const JoinOptions t = test_engine_options(o);
+    return engine_for(t).join(r, s, t);
+  });
 }
 
 std::vector<GpuCase> configuration_grid() {
@@ -191,8 +194,9 @@ class GpuJoinWorkloads : public ::testing::TestWithParam<GpuCase> {
 TEST_P(GpuJoinWorkloads, EqualsCpuPath) {
   MGJOIN_REQUIRE_GPUS(GetParam().gpus);
   check_against_cpu(GetParam(), [](RelationView r, RelationView s, const JoinOptions& o) {
-    if (!engine) engine = std::make_unique<Engine>(test_engine_options(o));
-    return engine->join(r, s, o);
+    const JoinOptions t = test_engine_options(o);
+    if (!engine) engine = std::make_unique<Engine>(t);
+    return engine->join(r, s, t);
   });
 }
 

@@ -8,7 +8,6 @@
 #include <mgjoin/join.hpp>
 
 #include "alloc/host_memory.hpp"
-#include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/seed.hpp"
 
@@ -41,7 +40,7 @@ std::unique_ptr<Engine>& shared_engine() {
 }
 
 Engine& engine() {
-  if (!shared_engine()) shared_engine() = std::make_unique<Engine>(test_engine_options(EngineOptions{}));
+  if (!shared_engine()) shared_engine() = std::make_unique<Engine>(EngineOptions{});
   return *shared_engine();
 }
 

@@ -122,7 +122,10 @@ cat > "$dir/san-path/compute-sanitizer" <<'STUB'
 log=/dev/stdout
 for ((i = 1; i < $#; i++)); do [ "${!i}" != --log-file ] || { j=$(( i + 1 )); log=${!j//%p/$$}; }; done
 # A target run as `… generate`: it never starts CUDA, and the report is the banner alone.
-if [ "${*: -1}" = generate ]; then echo "========= COMPUTE-SANITIZER" > "$log"; exit 0; fi
+if [ "${*: -1}" = generate ]; then
+  printf '%s\n' "========= COMPUTE-SANITIZER" "========= Target application terminated before first instrumented API call" > "$log"
+  exit 0
+fi
 {
   echo "args: $*"
   echo "tier: ${MGJOIN_TEST_TIER:-}"
