@@ -298,7 +298,7 @@ TEST(CopartPlanner, AutoPicksTheFlowAndSaysWhy) {
     options.gpus = 1;
     options.strategy = strategy;
     options.output = output;
-    return engine_for(1).join(r.view(), s.view(), options);
+    return engine_for(1).join(r.view(), s.view(), test_engine_options(options));
   };
   const JoinResult in_core = run(JoinStrategy::Auto, OutputMode::Count);
   EXPECT_EQ(in_core.strategy, JoinStrategy::CoPartitioned);
