@@ -98,6 +98,15 @@ struct ReadColumn {
 std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& table, const std::vector<std::string>& names,
                                            MemoryKind memory);
 
+/// A .npy column of fixed-width strings (inspect_string_column_file) as an Arrow column: string for
+/// '<U<n>' (UCS-4 to UTF-8), binary for '|S<n>', trailing NULs dropped as NumPy drops them. Its info
+/// (a dictionary key of family "string" or "binary"; `what`, "--r-key k.npy", names it where this CLI
+/// has no Arrow); its values, of `files` one after the other, in Arrow's form.
+/// @throw InputError naming the file and element for a U element that holds no Unicode code point, and
+/// the file for one of the other kind of strings than the first file's.
+ArrowColumnInfo npy_strings_column_info(const std::string& name, bool unicode, const std::string& what);
+ReadColumn read_npy_strings(std::span<const std::filesystem::path> files, const std::string& option);
+
 /// Row numbers for take_arrow_column: `indices` (int32 or int64, wrapped, not copied), null where `valid`
 /// (bool; nullptr: all valid) is false. Made once for every column gathered by them.
 std::shared_ptr<const ArrowColumn> arrow_row_indices(ColumnView indices, const bool* valid);

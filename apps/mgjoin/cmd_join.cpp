@@ -56,6 +56,10 @@ struct ColumnSource {
   std::string type_options;  // which options set raw_type, for the "needs a type" message
   ColumnFileInfo info;
   std::vector<fs::path> parts;  ///< a table in parts: this column's file in every part, in order (path: the first)
+  /// A .npy column of fixed-width strings (NumPy's S or U): read in Arrow's form, as a Parquet table's
+  /// strings are; `info` then says its rows and the type of its dictionary codes.
+  std::optional<StringColumnFileInfo> strings;
+  std::optional<ArrowColumnInfo> arrow_info;
 };
 
 /// One input table: its columns and the names of its key columns.
@@ -68,6 +72,12 @@ struct TableSource {
     for (const auto& c : columns)
       if (c.name == name) return &c;
     return nullptr;
+  }
+  /// The column's Arrow type where it has one (a Parquet or Arrow IPC table's, a .npy string column's).
+  const ArrowColumnInfo* arrow_info(const std::string& name) const {
+    if (arrow) return arrow->find(name);
+    const ColumnSource* c = find(name);
+    return c && c->arrow_info ? &*c->arrow_info : nullptr;
   }
 };
 
@@ -105,7 +115,7 @@ std::vector<ColumnSource> npy_files_of(const fs::path& dir, const std::string& d
   std::vector<ColumnSource> columns;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.is_regular_file() || file_format_of(entry.path()) != FileFormat::Npy) continue;
-    columns.push_back({entry.path().stem().string(), dir_opt, entry.path(), std::nullopt, "", {}, {}});
+    columns.push_back({entry.path().stem().string(), dir_opt, entry.path(), std::nullopt, "", {}, {}, {}, {}});
   }
   std::sort(columns.begin(), columns.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return columns;
@@ -116,7 +126,7 @@ std::vector<ColumnSource> npy_files_of(const fs::path& dir, const std::string& d
 std::vector<ColumnSource> parts_columns_of(const PartsTable& parts, const std::string& dir_opt) {
   std::vector<ColumnSource> columns;
   for (const std::string& file : parts.columns) {
-    ColumnSource c{fs::path(file).stem().string(), dir_opt, parts.part_dirs.front() / file, std::nullopt, "", {}, {}};
+    ColumnSource c{fs::path(file).stem().string(), dir_opt, parts.part_dirs.front() / file, std::nullopt, "", {}, {}, {}, {}};
     for (const fs::path& d : parts.part_dirs) c.parts.push_back(d / file);
     columns.push_back(std::move(c));
   }
@@ -180,7 +190,7 @@ TableSource table_from_arrow(const std::string& opt, const fs::path& path, const
   TableSource t;
   t.arrow = inspect_arrow_table(path, opt);
   for (const ArrowColumnInfo& c : t.arrow->columns) {
-    ColumnSource col{c.name, opt, t.arrow->files.front(), std::nullopt, "", {}, t.arrow->files};
+    ColumnSource col{c.name, opt, t.arrow->files.front(), std::nullopt, "", {}, t.arrow->files, {}, {}};
     col.info.type = c.storage.value_or(c.dictionary_key.empty() ? DType::UInt64 : DType::Int32);  // a key: its codes
     col.info.size = t.arrow->rows;
     t.columns.push_back(std::move(col));
@@ -203,10 +213,10 @@ TableSource table_from_files(const std::string& side, const std::string& key, co
                              const std::string& payload, std::optional<DType> key_type, std::optional<DType> payload_type) {
   const std::string types = "--" + side + "-type or --type";
   TableSource t;
-  t.columns.push_back({"key", key_opt, key, key_type, types, {}, {}});
+  t.columns.push_back({"key", key_opt, key, key_type, types, {}, {}, {}, {}});
   if (!payload.empty())
     t.columns.push_back(
-        {"payload", "--" + side + "-payload", payload, payload_type, "--" + side + "-payload-type, " + types, {}, {}});
+        {"payload", "--" + side + "-payload", payload, payload_type, "--" + side + "-payload-type, " + types, {}, {}, {}, {}});
   t.key = {"key"};
   return t;
 }
@@ -257,12 +267,31 @@ TableSource resolve_table(char side_char, const std::string& on, const std::stri
   return t;
 }
 
+/// A .npy column of fixed-width strings: its header (every part's: one kind of strings) and its Arrow
+/// type; false for a column of any other type.
+bool inspect_strings(ColumnSource& column) {
+  if (column.raw_type) return false;
+  column.strings = inspect_string_column_file(column.path);
+  if (!column.strings) return false;
+  column.arrow_info = npy_strings_column_info(column.name, column.strings->unicode, column.path.string());
+  column.info = {FileFormat::Npy, DType::Int32, column.strings->size, column.strings->data_offset};  // a key: its codes
+  for (std::size_t i = 1; i < column.parts.size(); ++i) {
+    const auto part = inspect_string_column_file(column.parts[i]);
+    MGJOIN_INPUT_EXPECTS(part && part->unicode == column.strings->unicode,
+                         column.parts[i].string() + ": not " + (column.strings->unicode ? "unicode" : "byte") +
+                             " strings, but " + column.path.string() + " is");
+    column.info.size += part->size;
+  }
+  return true;
+}
+
 /// Checks the file (header, dtype, size) without reading its data; messages start with the option.
 void inspect(ColumnSource& column) {
   const std::string name = column.option + " " + column.path.string();
   MGJOIN_INPUT_EXPECTS(file_format_of(column.path) == FileFormat::Npy || column.raw_type,
                        name + ": raw file (not .npy) needs its type: give " + column.type_options);
   try {
+    if (inspect_strings(column)) return;
     column.info = inspect_column_file(column.path, column.raw_type);
     for (std::size_t i = 1; i < column.parts.size(); ++i) {  // a table in parts: the rows of every part
       const ColumnFileInfo part = inspect_column_file(column.parts[i], column.raw_type);
@@ -293,7 +322,7 @@ std::vector<KeyColumnType> key_column_types(const TableSource& t) {
   std::vector<KeyColumnType> out;
   for (const std::string& k : t.key) {
     const ColumnSource& c = *t.find(k);
-    const ArrowColumnInfo* a = t.arrow ? t.arrow->find(k) : nullptr;
+    const ArrowColumnInfo* a = t.arrow_info(k);
     const std::string table = t.arrow ? t.arrow->option + " " + t.arrow->path.string() : c.option + " " + c.path.string();
     out.push_back({"key column " + k + " of " + table, a ? a->type_name : std::string(dtype_name(c.info.type)),
                    a && !a->storage ? a->dictionary_key : "", a ? a->temporal : ""});
@@ -330,8 +359,8 @@ std::vector<const ColumnSource*> needed_columns(const TableSource& src, bool pay
 std::uint64_t input_bytes(const TableSource& src, bool payloads) {
   if (src.arrow) return 0;
   std::uint64_t bytes = 0;
-  for (const ColumnSource* c : needed_columns(src, payloads))
-    bytes += static_cast<std::uint64_t>(c->info.size) * dtype_size(c->info.type);
+  for (const ColumnSource* c : needed_columns(src, payloads))  // strings: the file's bytes, and Arrow's copy
+    bytes += static_cast<std::uint64_t>(c->info.size) * (c->strings ? 2 * c->strings->element_bytes() : dtype_size(c->info.type));
   return bytes;
 }
 
@@ -360,8 +389,14 @@ LoadedTable read_table(const TableSource& src, MemoryKind memory, bool payloads,
     return t;
   }
   for (const ColumnSource* c : needed) {
-    t.columns.push_back(c->parts.empty() ? read_column(c->path, c->raw_type, memory)
-                                         : read_column_concat(c->parts, c->raw_type, memory));
+    if (c->strings) {
+      const std::vector<fs::path> files = c->parts.empty() ? std::vector<fs::path>{c->path} : c->parts;
+      arrow.emplace_back(c->name, read_npy_strings(files, c->option).arrow);
+      t.columns.emplace_back();  // a placeholder, as for a Parquet table's strings (prepare_host_columns)
+    } else {
+      t.columns.push_back(c->parts.empty() ? read_column(c->path, c->raw_type, memory)
+                                           : read_column_concat(c->parts, c->raw_type, memory));
+    }
     t.valid.emplace_back();
   }
   return t;
@@ -418,11 +453,11 @@ TableJoinOptions join_options(const JoinArgs& args, TableOutput form, const Tabl
 OutputTypes output_types(const TableSource& r, const TableSource& s) {
   OutputTypes types;
   for (const TableSource* t : {&r, &s})
-    if (t->arrow)
-      for (const ArrowColumnInfo& c : t->arrow->columns) types[(t == &r ? "r." : "s.") + c.name] = c.type;
+    for (const ColumnSource& c : t->columns)
+      if (const ArrowColumnInfo* a = t->arrow_info(c.name)) types[(t == &r ? "r." : "s.") + c.name] = a->type;
   for (std::size_t k = 0; k < r.key.size(); ++k) {
-    const ArrowColumnInfo* a = r.arrow ? r.arrow->find(r.key[k]) : nullptr;
-    const ArrowColumnInfo* b = s.arrow ? s.arrow->find(s.key[k]) : nullptr;
+    const ArrowColumnInfo* a = r.arrow_info(r.key[k]);
+    const ArrowColumnInfo* b = s.arrow_info(s.key[k]);
     if (a && b && a->type_name == b->type_name)
       types[r.key.size() == 1 ? std::string("key") : "key." + r.key[k]] = a->type;
   }
@@ -547,13 +582,16 @@ RankJoinRequest rank_request(const JoinArgs& a, TableOutput form) {
   return q;
 }
 
-/// .npy output: refuses, in one line, an output column of a Parquet or Arrow IPC input that .npy cannot hold.
+/// .npy output: refuses, in one line, an output column that .npy cannot hold (a Parquet or Arrow IPC
+/// input's, or a .npy input's strings: no .npy string writer yet).
 void expect_npy_outputs(const TableSource& r_src, const TableSource& s_src, const TableJoinOptions& options) {
   for (const TableSource* t : {&r_src, &s_src})
-    if (t->arrow && (t == &r_src || outputs_right_columns(options.how))) {
-      std::vector<std::string> names;
-      for (const ColumnSource* c : needed_columns(*t, true)) names.push_back(c->name);
-      expect_npy_holds(*t->arrow, names, t->key, t == &r_src ? "r." : "s.");
+    if (t == &r_src || outputs_right_columns(options.how)) {
+      std::vector<NpyOutputCheck> columns;
+      for (const ColumnSource* c : needed_columns(*t, true))
+        if (const ArrowColumnInfo* a = t->arrow_info(c->name))
+          columns.push_back({a, t->arrow ? t->arrow->option + " " + t->arrow->path.string() : c->option + " " + c->path.string()});
+      expect_npy_holds(columns, t->key, t == &r_src ? "r." : "s.");
     }
 }
 

@@ -97,14 +97,15 @@ void check_key_pairs(const std::vector<KeyColumnType>& left, const std::vector<K
   }
 }
 
-void expect_npy_holds(const ArrowTableSource& t, const std::vector<std::string>& names,
-                      const std::vector<std::string>& key, const std::string& prefix) {
-  for (const std::string& n : names) {
-    const ArrowColumnInfo& a = *t.find(n);
+void expect_npy_holds(const std::vector<NpyOutputCheck>& columns, const std::vector<std::string>& key,
+                      const std::string& prefix) {
+  for (const auto& [column, where] : columns) {
+    const ArrowColumnInfo& a = *column;
+    const std::string& n = a.name;
     const bool is_key = std::find(key.begin(), key.end(), n) != key.end();
     if (a.storage || (is_key && prefix == "s.")) continue;
     const std::string out = !is_key ? prefix + n : key.size() == 1 ? std::string("key") : "key." + n;
-    throw InputError(out + ": column " + n + " of " + t.option + " " + t.path.string() + " is " + a.type_name +
+    throw InputError(out + ": column " + n + " of " + where + " is " + a.type_name +
                      ", which .npy files cannot hold: use --format parquet (or arrow)");
   }
 }

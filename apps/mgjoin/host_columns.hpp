@@ -62,10 +62,15 @@ struct KeyColumnType {
 /// its own type (unit and zone: Python's rule). Decimals of one scale join whatever their precisions.
 void check_key_pairs(const std::vector<KeyColumnType>& left, const std::vector<KeyColumnType>& right);
 
+/// An input column read for the output, with its Arrow type, and where it is ("--r x.parquet").
+struct NpyOutputCheck {
+  const ArrowColumnInfo* column;
+  std::string where;
+};
 /// .npy output holds the engine's types only: @throw InputError naming the output column, its input
-/// column and type, and suggesting --format parquet, for a column of `names` (read for the output, `key`
-/// among them) without storage; R's key columns stand for the output's key columns, S's are skipped.
-void expect_npy_holds(const ArrowTableSource& t, const std::vector<std::string>& names,
-                      const std::vector<std::string>& key, const std::string& prefix);
+/// column and type, and suggesting --format parquet, for a column of `columns` (`key` among them) without
+/// storage; R's key columns stand for the output's key columns, S's are skipped.
+void expect_npy_holds(const std::vector<NpyOutputCheck>& columns, const std::vector<std::string>& key,
+                      const std::string& prefix);
 
 }  // namespace mgjoin::cli

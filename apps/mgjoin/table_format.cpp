@@ -65,6 +65,12 @@ ArrowTableSource inspect_arrow_table(const fs::path& path, const std::string& op
 std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& t, const std::vector<std::string>&, MemoryKind) {
   not_built(t.option + " " + t.path.string());
 }
+ArrowColumnInfo npy_strings_column_info(const std::string&, bool, const std::string& what) {
+  not_built(what + ": a column of strings");
+}
+ReadColumn read_npy_strings(std::span<const fs::path> files, const std::string& option) {
+  not_built(option + " " + files.front().string());  // unreachable: npy_strings_column_info refused it
+}
 std::shared_ptr<const ArrowColumn> arrow_row_indices(ColumnView, const bool*) {
   not_built("gathering a column");  // unreachable: no column is read in Arrow's form
 }

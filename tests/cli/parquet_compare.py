@@ -18,30 +18,17 @@ without Parquet (MGJOIN_PARQUET off) or pyarrow or duckdb cannot be imported.
 
     python3 tests/cli/parquet_compare.py --mgjoin build/mgjoin --parquet ON [--seed S] [--keep DIR]
 """
-import argparse
 import collections
 import datetime
 import os
-import random
 import shutil
-import subprocess
 import sys
-import tempfile
+
+import cli_compare
+from cli_compare import check, compare_main, run
 
 KINDS = ["inner", "left", "right", "full", "semi", "anti"]
 SQL_JOIN = {"inner": "INNER JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN"}
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(mgjoin, args, cwd):
-    return subprocess.run([mgjoin] + args, cwd=cwd, capture_output=True, text=True)
-
 
 def maybe(rng, value, null_share):
     return None if rng.random() < null_share else value
@@ -153,12 +140,7 @@ def check_types_and_maps(mgjoin, pa, pq, d):
 
 def check_bad_inputs(mgjoin, pa, pq, d):
     def refused(args, words, what):
-        out = f"{d}/bad_out"
-        res = run(mgjoin, ["join", "--gpus", "0", "--out-dir", out] + args, d)
-        lines = res.stderr.strip().splitlines()
-        check(res.returncode == 2, f"{what}: exit {res.returncode}: {res.stderr.strip()}")
-        check(len(lines) == 1 and all(w in res.stderr for w in words), f"{what}: one line naming {words}: {lines}")
-        check(not os.path.exists(out), f"{what}: nothing written")
+        cli_compare.refused(mgjoin, d, args, words, what)
 
     os.makedirs(f"{d}/trunc")
     shutil.copy(f"{d}/S.parquet", f"{d}/trunc/a.parquet")
@@ -278,52 +260,24 @@ def compare_tpch_like(mgjoin, duckdb, pa, pq, d, nulls_equal=False):
         check(t.schema.field(name).type == type_, f"tpch: {name} is {t.schema.field(name).type}, not {type_}")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mgjoin", required=True)
-    ap.add_argument("--parquet", default="ON", help="CMake's verdict: OFF skips")
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--keep", default=None)
-    a = ap.parse_args()
-    if a.parquet.upper() in ("OFF", "FALSE", "0", ""):
-        print("SKIPPED: mgjoin was built without Parquet (MGJOIN_PARQUET off)")
-        return 77
-    try:
-        import duckdb
-        import pyarrow as pa
-        import pyarrow.feather as feather
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        print(f"SKIPPED: {e}; scripts/install-python-deps.sh makes build/venv with pyarrow and duckdb")
-        return 77
-    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
-    print(f"seed {seed}")
-    rng = random.Random(seed)
-    d = a.keep or tempfile.mkdtemp(prefix="mgjoin-parquet-")
-    os.makedirs(d, exist_ok=True)
-    mgjoin = os.path.abspath(a.mgjoin)
-    try:
-        write_inputs(pa, pq, feather, rng, d)
-        compare_kinds(mgjoin, duckdb, d, "S.parquet", f"SELECT * FROM read_parquet('{d}/S.parquet')", ["b", "w"])
-        # DuckDB reads S.arrow's columns from a Parquet copy (its dictionary column decoded).
-        s_arrow = feather.read_table(f"{d}/S.arrow")
-        pq.write_table(s_arrow.cast(pa.schema([("k", pa.int64()), ("w", pa.float64()), ("b", pa.bool_()),
-                                               ("c", pa.int64())])), f"{d}/S_with_c.parquet")
-        compare_kinds(mgjoin, duckdb, d, "S.arrow", f"SELECT * FROM read_parquet('{d}/S_with_c.parquet')", ["b", "c", "w"],
-                      ["--format", "arrow"])
-        compare_kinds(mgjoin, duckdb, d, "S.parquet", f"SELECT * FROM read_parquet('{d}/S.parquet')", ["b", "w"],
-                      nulls_equal=True)
-        check_types_and_maps(mgjoin, pa, pq, d)
-        write_tpch_like(pa, pq, rng, d)
-        compare_tpch_like(mgjoin, duckdb, pa, pq, d)
-        compare_tpch_like(mgjoin, duckdb, pa, pq, d, nulls_equal=True)
-        check_bad_inputs(mgjoin, pa, pq, d)
-    finally:
-        if not a.keep:
-            shutil.rmtree(d, ignore_errors=True)
-    print(f"{len(failures)} failure(s), seed {seed}")
-    return 1 if failures else 0
+def compare_all(a, rng, d, duckdb, pa, feather, pq):
+    mgjoin = a.mgjoin
+    write_inputs(pa, pq, feather, rng, d)
+    compare_kinds(mgjoin, duckdb, d, "S.parquet", f"SELECT * FROM read_parquet('{d}/S.parquet')", ["b", "w"])
+    # DuckDB reads S.arrow's columns from a Parquet copy (its dictionary column decoded).
+    s_arrow = feather.read_table(f"{d}/S.arrow")
+    pq.write_table(s_arrow.cast(pa.schema([("k", pa.int64()), ("w", pa.float64()), ("b", pa.bool_()),
+                                           ("c", pa.int64())])), f"{d}/S_with_c.parquet")
+    compare_kinds(mgjoin, duckdb, d, "S.arrow", f"SELECT * FROM read_parquet('{d}/S_with_c.parquet')", ["b", "c", "w"],
+                  ["--format", "arrow"])
+    compare_kinds(mgjoin, duckdb, d, "S.parquet", f"SELECT * FROM read_parquet('{d}/S.parquet')", ["b", "w"],
+                  nulls_equal=True)
+    check_types_and_maps(mgjoin, pa, pq, d)
+    write_tpch_like(pa, pq, rng, d)
+    compare_tpch_like(mgjoin, duckdb, pa, pq, d)
+    compare_tpch_like(mgjoin, duckdb, pa, pq, d, nulls_equal=True)
+    check_bad_inputs(mgjoin, pa, pq, d)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(compare_main("mgjoin-parquet-", ["duckdb", "pyarrow", "pyarrow.feather", "pyarrow.parquet"], compare_all))

@@ -258,6 +258,44 @@ TEST_F(FuzzedNpy, TheUnmutatedFilesAreRead) {
   EXPECT_EQ(read_column(dir() / "none.bin", DType::Int64).size(), 0);
 }
 
+// NumPy's fixed-width strings, which inspect_column_file refuses (bad_npy_files: "unicode strings"),
+// are what inspect_string_column_file reads: the kind, the width, the rows and the bytes as written.
+TEST_F(FuzzedNpy, FixedWidthStringFilesAreReadByTheStringReaderOnly) {
+  write_file_bytes(dir() / "s.npy", npy(dict("|S3", "(2,)"), std::string("ab\0xyz", 6)));
+  const std::string u = std::string("h\0\0\0i\0\0\0", 8) + std::string("\xE9\0\0\0\0\0\0\0", 8);  // "hi", "é"
+  write_file_bytes(dir() / "u.npy", npy(dict("<U2", "(2,)"), u));
+  const auto s = inspect_string_column_file(dir() / "s.npy");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(s->unicode);
+  EXPECT_EQ(s->width, 3);
+  EXPECT_EQ(s->size, 2);
+  EXPECT_EQ(s->element_bytes(), 3u);
+  EXPECT_EQ(read_string_column_file(dir() / "s.npy", *s), std::string("ab\0xyz", 6));
+  const auto w = inspect_string_column_file(dir() / "u.npy");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->unicode);
+  EXPECT_EQ(w->width, 2);
+  EXPECT_EQ(w->element_bytes(), 8u);
+  EXPECT_EQ(read_string_column_file(dir() / "u.npy", *w), u);
+  // Other dtypes and raw files are not strings; the numeric reader still refuses strings.
+  write_file_bytes(dir() / "n.npy", npy(kTwoRows));
+  EXPECT_FALSE(inspect_string_column_file(dir() / "n.npy").has_value());
+  write_file_bytes(dir() / "n.bin", std::string(8, '\0'));
+  EXPECT_FALSE(inspect_string_column_file(dir() / "n.bin").has_value());
+  expect_input_error([&] { (void)inspect_column_file(dir() / "u.npy"); }, dir() / "u.npy", "unicode strings");
+  // Malformed string headers get the same messages as numeric ones; a zero width is no string dtype.
+  for (const BadFile& f : std::vector<BadFile>{
+           {"U2 cut short", npy(dict("<U2", "(2,)"), std::string(12, 'x')), "2 U2 string elements (16 bytes) but the file holds 12 bytes"},
+           {"S3 longer", npy(dict("|S3", "(1,)"), std::string(5, 'x')), "2 bytes of unexpected data"},
+           {"big-endian U", npy(dict(">U2", "(1,)"), std::string(8, 'x')), "big-endian"},
+           {"S0", npy(dict("|S0", "(1,)"), ""), "unsupported dtype '|S0'"},
+           {"S of 2-D", npy(dict("|S1", "(1, 1)"), "x"), "2-D"}}) {
+    SCOPED_TRACE(f.name);
+    write_file_bytes(dir() / f.file, f.bytes);
+    expect_input_error([&] { (void)inspect_string_column_file(dir() / f.file); }, dir() / f.file, f.what);
+  }
+}
+
 /// What a file of two uint64 rows cut after `n` bytes is refused for.
 std::string cut_reason(std::size_t n, std::size_t prefix_bytes, std::size_t header_bytes) {
   if (n == 0) return "empty file";

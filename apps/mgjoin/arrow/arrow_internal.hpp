@@ -66,4 +66,8 @@ bool takes(const std::shared_ptr<arrow::DataType>& t);
 /// itself for fixed_size_binary, decimal_family(scale) for decimals; empty for a type that is not keyed so.
 std::string dictionary_key_family(const arrow::DataType& t);
 
+/// A column's info from its Arrow type (arrow_tables.cpp): its storage, or how a column without storage
+/// goes (gathered, dictionary key).
+ArrowColumnInfo column_info(const std::string& name, const std::shared_ptr<arrow::DataType>& type, bool partition);
+
 }  // namespace mgjoin::cli

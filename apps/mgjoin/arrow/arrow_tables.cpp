@@ -238,7 +238,8 @@ std::string temporal_name(const arrow::DataType& t) {
   }
 }
 
-/// A column's info: its storage, or how a column without storage goes (gathered, dictionary key).
+}  // namespace
+
 ArrowColumnInfo column_info(const std::string& name, const std::shared_ptr<arrow::DataType>& type, bool partition) {
   ArrowColumnInfo c{name, storage_of(*type), false, "", temporal_name(*decoded(type)),
                     type_text(*type) + (partition ? " (partition)" : ""), std::make_shared<ArrowType>(ArrowType{type}),
@@ -249,8 +250,6 @@ ArrowColumnInfo column_info(const std::string& name, const std::shared_ptr<arrow
   }
   return c;
 }
-
-}  // namespace
 
 const ArrowColumnInfo* ArrowTableSource::find(const std::string& name) const {
   for (const auto& c : columns)

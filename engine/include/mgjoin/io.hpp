@@ -37,6 +37,26 @@ struct ColumnFileInfo {
 /// @throw InputError naming the file (missing, bad magic, truncated, unsupported dtype or shape, ...)
 ColumnFileInfo inspect_column_file(const std::filesystem::path& path, std::optional<DType> raw_type = {});
 
+/// A .npy column of NumPy's fixed-width strings, which the engine does not join itself (`mgjoin join`
+/// reads such columns into Arrow string or binary columns): '|S<n>', n bytes an element, and '<U<n>', n
+/// UCS-4 code points (little-endian) an element; in both, trailing NULs are padding, not part of a value.
+struct StringColumnFileInfo {
+  bool unicode = false;           ///< U (code points), else S (bytes)
+  std::int64_t width = 0;         ///< characters an element
+  std::int64_t size = 0;          ///< number of elements
+  std::uint64_t data_offset = 0;  ///< bytes before the first element
+  std::uint64_t element_bytes() const { return static_cast<std::uint64_t>(width) * (unicode ? 4 : 1); }
+};
+
+/// The header of a .npy file of fixed-width strings; nullopt for a raw file or a .npy file of another
+/// dtype (inspect_column_file says whether the engine takes it). @throw InputError as inspect_column_file
+/// for a missing, malformed or truncated file.
+std::optional<StringColumnFileInfo> inspect_string_column_file(const std::filesystem::path& path);
+
+/// The elements of such a file as it holds them (size × element_bytes() bytes, padding included).
+/// @throw InputError naming the file when the read fails or the file changed since `info` was read.
+std::string read_string_column_file(const std::filesystem::path& path, const StringColumnFileInfo& info);
+
 /// Reads a whole column file into a new host column (pinned if asked and a CUDA driver is present).
 /// @throw InputError as inspect_column_file, or when the read itself fails.
 HostColumn read_column(const std::filesystem::path& path, std::optional<DType> raw_type = {},

@@ -34,7 +34,13 @@ std::string lower(std::string s) {
 
 std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 
-ColumnFileInfo inspect_npy(const detail::FileHandle& file) {
+/// A .npy file's header and where its data starts, checked against the file's size.
+struct NpyLayout {
+  detail::NpyHeader header;
+  std::uint64_t data_offset = 0;
+};
+
+NpyLayout read_npy_layout(const detail::FileHandle& file, bool strings) {
   std::string start(std::min<std::uint64_t>(file.size(), detail::kNpyPrefixV2), '\0');
   file.read_exact(start.data(), start.size(), 0);
   const auto prefix = detail::parse_npy_prefix(start, file.path());
@@ -45,24 +51,34 @@ ColumnFileInfo inspect_npy(const detail::FileHandle& file) {
     throw InputError(file.path() + ": truncated: the file ends inside its .npy header");
   std::string dict(prefix.dict_bytes, '\0');
   file.read_exact(dict.data(), dict.size(), prefix.prefix_bytes);
-  const auto header = detail::parse_npy_dict(dict, file.path());
+  NpyLayout layout{detail::parse_npy_dict(dict, file.path(), strings), prefix.prefix_bytes + prefix.dict_bytes};
+  const detail::NpyHeader& header = layout.header;
 
-  ColumnFileInfo info{FileFormat::Npy, header.type, header.size, prefix.prefix_bytes + prefix.dict_bytes};
-  const std::uint64_t have = file.size() - info.data_offset;
+  const std::uint64_t have = file.size() - layout.data_offset;
   const std::uint64_t rows = static_cast<std::uint64_t>(header.size);
+  const auto& text = header.strings;
+  const std::string element = text ? (text->unicode ? "U" : "S") + std::to_string(text->width) + " string"
+                                   : std::string(dtype_name(header.type));
   // A corrupt header's row count times the width may overflow 64 bits: the message must not quote
   // the wrapped product.
-  std::uint64_t want = 0;
-  const bool overflows = mul_overflows(rows, dtype_size(header.type), &want);
+  std::uint64_t width = 0, want = 0;
+  const bool overflows =
+      text ? mul_overflows(static_cast<std::uint64_t>(text->width), text->unicode ? 4u : 1u, &width) ||
+                 mul_overflows(rows, width, &want)
+           : mul_overflows(rows, dtype_size(header.type), &want);
   if (overflows || want > have)
-    throw InputError(file.path() + ": truncated: header says " + std::to_string(header.size) + " " +
-                     std::string(dtype_name(header.type)) + " elements (" +
-                     (overflows ? std::string("more than 2^64 bytes") : bytes_text(want)) + ") but the file holds " +
-                     bytes_text(have) + " of data");
+    throw InputError(file.path() + ": truncated: header says " + std::to_string(header.size) + " " + element +
+                     " elements (" + (overflows ? std::string("more than 2^64 bytes") : bytes_text(want)) +
+                     ") but the file holds " + bytes_text(have) + " of data");
   if (have > want)
     throw InputError(file.path() + ": " + bytes_text(have - want) + " of unexpected data after the " +
                      std::to_string(header.size) + " elements its header announces");
-  return info;
+  return layout;
+}
+
+ColumnFileInfo inspect_npy(const detail::FileHandle& file) {
+  const NpyLayout layout = read_npy_layout(file, /*strings=*/false);
+  return {FileFormat::Npy, layout.header.type, layout.header.size, layout.data_offset};
 }
 
 ColumnFileInfo inspect_raw(const detail::FileHandle& file, std::optional<DType> raw_type) {
@@ -126,6 +142,26 @@ HostColumn read_column_rows(const fs::path& path, std::int64_t first, std::int64
   HostColumn column = HostColumn::allocate(info.type, rows, memory);
   file.read_exact(column.data(), column.bytes(), info.data_offset + static_cast<std::uint64_t>(first) * dtype_size(info.type));
   return column;
+}
+
+std::optional<StringColumnFileInfo> inspect_string_column_file(const fs::path& path) {
+  if (file_format_of(path) != FileFormat::Npy) return std::nullopt;
+  const auto file = detail::FileHandle::open_read(path);
+  const NpyLayout layout = read_npy_layout(file, /*strings=*/true);
+  if (!layout.header.strings) return std::nullopt;
+  return StringColumnFileInfo{layout.header.strings->unicode, layout.header.strings->width, layout.header.size,
+                              layout.data_offset};
+}
+
+std::string read_string_column_file(const fs::path& path, const StringColumnFileInfo& info) {
+  const auto file = detail::FileHandle::open_read(path);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(info.size) * info.element_bytes();
+  MGJOIN_INPUT_EXPECTS(info.data_offset + bytes == file.size(),
+                       path.string() + ": changed since it was inspected (" + bytes_text(file.size()) + ", expected " +
+                           bytes_text(info.data_offset + bytes) + ")");
+  std::string data(bytes, '\0');
+  file.read_exact(data.data(), data.size(), info.data_offset);
+  return data;
 }
 
 // ---------------------------------------------------------------------------------------- writing

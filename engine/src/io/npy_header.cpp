@@ -219,6 +219,21 @@ DType parse_descr(const std::string& descr, const std::string& file) {
   return *known;
 }
 
+/// '|S5' (or '|a5') -> 5 bytes, '<U3' (or '=U3') -> 3 code points; nullopt for every other descr,
+/// which parse_descr then names. NumPy writes '|' for S and '<' for U on little-endian hosts.
+std::optional<NpyStrings> parse_string_descr(std::string_view descr) {
+  if (descr.size() < 3) return std::nullopt;
+  const char order = descr[0], kind = descr[1];
+  const bool bytes = (kind == 'S' || kind == 'a') && order == '|';
+  const bool unicode = kind == 'U' && (order == '<' || order == '=');
+  if (!bytes && !unicode) return std::nullopt;
+  std::int64_t width = 0;
+  const std::string_view digits = descr.substr(2);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), width);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || width <= 0) return std::nullopt;
+  return NpyStrings{unicode, width};
+}
+
 /// The shape for a message: its first four sizes (a corrupt header may hold thousands).
 std::string shape_text(const std::vector<std::int64_t>& dims) {
   constexpr std::size_t kMaxShown = 4;
@@ -294,7 +309,7 @@ NpyPrefix parse_npy_prefix(std::string_view start, const std::string& file) {
   return {prefix, read_le(start.substr(8, prefix - 8))};
 }
 
-NpyHeader parse_npy_dict(std::string_view dict, const std::string& file) {
+NpyHeader parse_npy_dict(std::string_view dict, const std::string& file, bool strings) {
   check_header_text(dict, file);
   DictReader reader(dict, file);
   const auto [descr, fortran, shape] = read_header_dict(reader);
@@ -306,7 +321,8 @@ NpyHeader parse_npy_dict(std::string_view dict, const std::string& file) {
   if (shape->kind != DictValue::Kind::Tuple) reader.fail("'shape' must be a tuple");
 
   NpyHeader header;
-  header.type = parse_descr(descr->text, file);
+  if (strings) header.strings = parse_string_descr(descr->text);
+  if (!header.strings) header.type = parse_descr(descr->text, file);
   if (shape->dims.size() != 1)
     throw InputError(file + ": unsupported shape " + shape_text(shape->dims) + " (" +
                      std::to_string(shape->dims.size()) + "-D array; a column must be 1-D)");

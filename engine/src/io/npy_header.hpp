@@ -6,6 +6,7 @@
 #include <mgjoin/types.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,8 +17,15 @@ constexpr std::size_t kNpyMagicBytes = 6;
 constexpr std::size_t kNpyPrefixV1 = 10;
 constexpr std::size_t kNpyPrefixV2 = 12;
 
+/// NumPy's fixed-width strings: '|S<n>' (n bytes an element) or '<U<n>' (n UCS-4 code points).
+struct NpyStrings {
+  bool unicode = false;
+  std::int64_t width = 0;  ///< characters an element (bytes for S, code points for U)
+};
+
 struct NpyHeader {
-  DType type = DType::UInt64;
+  DType type = DType::UInt64;     ///< where `strings` is unset
+  std::optional<NpyStrings> strings;
   std::int64_t size = 0;
   std::uint64_t data_offset = 0;  ///< prefix + header length
 };
@@ -32,8 +40,9 @@ NpyPrefix parse_npy_prefix(std::string_view start, const std::string& file);
 
 /// Parses the header dict (the text after the prefix), which must be ASCII, end with '\n' and hold
 /// nothing after the dict. @throw InputError naming `file` on malformed text, or on an unsupported
-/// dtype (big-endian, float16, object, structured), shape (0-D, 2-D) or fortran order.
-NpyHeader parse_npy_dict(std::string_view dict, const std::string& file);
+/// dtype (big-endian, float16, object, structured; fixed-width strings unless `strings` allows them),
+/// shape (0-D, 2-D) or fortran order.
+NpyHeader parse_npy_dict(std::string_view dict, const std::string& file, bool strings = false);
 
 /// A complete v1 header (v2 if the dict could not fit, which never happens for 1-D) for `size`
 /// elements of `type`; its length is a multiple of 64 so that the data stays aligned.
