@@ -107,6 +107,20 @@ std::vector<ReadColumn> read_arrow_columns(const ArrowTableSource& table, const 
 ArrowColumnInfo npy_strings_column_info(const std::string& name, bool unicode, const std::string& what);
 ReadColumn read_npy_strings(std::span<const std::filesystem::path> files, const std::string& option);
 
+/// Whether .npy output holds a column of this type, as fixed-width strings (stage_npy_strings): strings
+/// and binary values of any offset width or view.
+inline bool npy_holds_as_strings(const ArrowColumnInfo& c) { return c.dictionary_key == "string" || c.dictionary_key == "binary"; }
+
+/// Stages `column` (strings or binary values) as a .npy column of fixed-width strings, as NumPy would:
+/// '<U<n>' for strings (n: the most code points of a value), '|S<n>' for binary (n: the most bytes), n ≥ 1;
+/// a null (a side the row has not: first_null_taken refused the others) is written empty.
+/// @throw InputError starting with `output` where Arrow cannot read the column as binary values.
+StagedColumnFile stage_npy_strings(const std::filesystem::path& path, const ArrowColumn& column, const std::string& output);
+
+/// The first of the output rows whose row number `rows[i]` (int64) is a null of `column`, rows where
+/// `present` (nullptr: all) is false left out; -1 where none is: .npy output holds no nulls.
+std::int64_t first_null_taken(const ArrowColumn& column, ColumnView rows, const bool* present);
+
 /// Row numbers for take_arrow_column: `indices` (int32 or int64, wrapped, not copied), null where `valid`
 /// (bool; nullptr: all valid) is false. Made once for every column gathered by them.
 std::shared_ptr<const ArrowColumn> arrow_row_indices(ColumnView indices, const bool* valid);

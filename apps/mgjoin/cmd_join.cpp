@@ -469,11 +469,14 @@ OutputTypes output_types(const TableSource& r, const TableSource& s) {
 /// step.
 std::vector<std::string> write_outputs(const fs::path& dir, NullKeyJoin& join, const TableJoinOptions& o, bool overwrite,
                                        TableFormat format, const OutputTypes& types, const HostColumns& host) {
-  if (format == TableFormat::Npy) drop_validity_columns(join);  // refuses nulls, which .npy files cannot hold
+  if (format == TableFormat::Npy) {  // refuses nulls, which .npy files cannot hold
+    drop_validity_columns(join);
+    expect_npy_strings_hold(join, o, host);
+  }
   prepare_output_directory(dir, "--out-dir");
   std::vector<StagedColumnFile> files;
   if (format == TableFormat::Npy)
-    files = stage_join_outputs(dir, join.result, o);
+    files = stage_npy_join_outputs(dir, join, o, types, host);
   else  // one file, named for its format (part-0.parquet, part-0.arrow)
     files.push_back(stage_arrow_join_output(dir / ("part-0." + std::string(table_format_name(format))), join, o, format, types,
                                             &host));

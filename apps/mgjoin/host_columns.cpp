@@ -103,7 +103,7 @@ void expect_npy_holds(const std::vector<NpyOutputCheck>& columns, const std::vec
     const ArrowColumnInfo& a = *column;
     const std::string& n = a.name;
     const bool is_key = std::find(key.begin(), key.end(), n) != key.end();
-    if (a.storage || (is_key && prefix == "s.")) continue;
+    if (a.storage || npy_holds_as_strings(a) || (is_key && prefix == "s.")) continue;
     const std::string out = !is_key ? prefix + n : key.size() == 1 ? std::string("key") : "key." + n;
     throw InputError(out + ": column " + n + " of " + where + " is " + a.type_name +
                      ", which .npy files cannot hold: use --format parquet (or arrow)");

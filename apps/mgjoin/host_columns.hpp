@@ -67,9 +67,10 @@ struct NpyOutputCheck {
   const ArrowColumnInfo* column;
   std::string where;
 };
-/// .npy output holds the engine's types only: @throw InputError naming the output column, its input
-/// column and type, and suggesting --format parquet, for a column of `columns` (`key` among them) without
-/// storage; R's key columns stand for the output's key columns, S's are skipped.
+/// .npy output holds the engine's types and strings (npy_holds_as_strings) only: @throw InputError naming
+/// the output column, its input column and type, and suggesting --format parquet, for another column of
+/// `columns` (`key` among them) without storage; R's key columns stand for the output's key columns, S's
+/// are skipped.
 void expect_npy_holds(const std::vector<NpyOutputCheck>& columns, const std::vector<std::string>& key,
                       const std::string& prefix);
 

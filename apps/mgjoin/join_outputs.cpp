@@ -6,6 +6,7 @@
 #include <memory>
 
 namespace mgjoin::cli {
+namespace fs = std::filesystem;
 namespace {
 
 const HostColumn* find_column(const TableJoinResult& res, const std::string& name) {
@@ -29,6 +30,20 @@ std::optional<std::string> validity_target(const std::string& name) {
 }
 
 }  // namespace
+
+void expect_npy_strings_hold(const NullKeyJoin& join, const TableJoinOptions& o, const HostColumns& host) {
+  const TableJoinResult& res = join.result;
+  for (const auto& [name, column] : host.gathered) {
+    const std::string side = name.substr(0, 2);
+    const HostColumn* rows = find_column(res, side + std::string(kRowNumbers));
+    const HostColumn* present = is_side_validity(side + "valid", o.how) ? find_column(res, side + "valid") : nullptr;
+    if (!rows) continue;
+    const std::int64_t at = first_null_taken(*column, rows->view(), present ? present->as<bool>() : nullptr);
+    if (at >= 0)
+      throw InputError(name + ": the output holds nulls (output row " + std::to_string(at) +
+                       " first), which .npy files cannot hold: use --format parquet or arrow");
+  }
+}
 
 void drop_validity_columns(NullKeyJoin& join) {
   for (std::size_t k = 0; k < join.key_valid.size(); ++k)
@@ -134,6 +149,28 @@ StagedColumnFile stage_arrow_join_output(const std::filesystem::path& path, cons
     if (!is_side_validity(res.columns[i].name, o.how) && !validity_target(res.columns[i].name)) out.add(i, types);
   out.put_in_order();
   return stage_arrow_file(path, out.columns, format);
+}
+
+std::vector<StagedColumnFile> stage_npy_join_outputs(const std::filesystem::path& dir, const NullKeyJoin& join,
+                                                     const TableJoinOptions& o, const OutputTypes& types,
+                                                     const HostColumns& host) {
+  const TableJoinResult& res = join.result;
+  if (o.output != TableOutput::Columns || (host.gathered.empty() && host.dictionaries.empty()))
+    return stage_join_outputs(dir, res, o);
+  // The columns the host makes (strings: keys decoded, payloads gathered) as the Arrow output makes them,
+  // each then in a .npy file of its own; the sides' r.valid and s.valid as they are.
+  std::vector<StagedColumnFile> files;
+  ArrowOutput out{join, o, &host, {}, {}};
+  for (std::size_t i = 0; i < res.columns.size(); ++i) {
+    const NamedColumn& c = res.columns[i];
+    if (is_side_validity(c.name, o.how)) files.push_back(stage_column(dir / (c.name + ".npy"), c.column.view()));
+    else out.add(i, types);
+  }
+  for (const OutputColumn& c : out.columns) {
+    const fs::path file = dir / (c.name + ".npy");
+    files.push_back(c.arrow ? stage_npy_strings(file, *c.arrow, c.name) : stage_column(file, c.values));
+  }
+  return files;
 }
 
 std::vector<StagedColumnFile> stage_join_outputs(const std::filesystem::path& dir, const TableJoinResult& res,

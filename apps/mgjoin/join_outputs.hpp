@@ -26,6 +26,18 @@ std::vector<StagedColumnFile> stage_join_outputs(const std::filesystem::path& di
 /// Arrow types of output columns by name ("key", "r.<name>", ...), where the inputs had them.
 using OutputTypes = std::map<std::string, std::shared_ptr<const ArrowType>>;
 
+/// .npy output of columns the host makes too (strings: keys decoded from their dictionary, payloads
+/// gathered by row numbers; stage_npy_strings), each in a `.npy` of its own, in the order of
+/// stage_arrow_join_output; stage_join_outputs where there are none. Call drop_validity_columns first.
+std::vector<StagedColumnFile> stage_npy_join_outputs(const std::filesystem::path& dir, const NullKeyJoin& join,
+                                                     const TableJoinOptions& o, const OutputTypes& types,
+                                                     const HostColumns& host);
+
+/// For .npy output, before anything is written: @throw InputError naming the output column when a
+/// payload gathered on the host (host_columns.hpp) would hold a null, which .npy files cannot hold (a
+/// side an outer join misses is r.valid / s.valid's, not a null).
+void expect_npy_strings_hold(const NullKeyJoin& join, const TableJoinOptions& o, const HostColumns& host);
+
 /// For .npy output: removes the hidden validity columns (null_keys.hpp) after checking that the output
 /// holds no null, which .npy files cannot hold. @throw InputError naming the column that has one.
 void drop_validity_columns(NullKeyJoin& join);

@@ -71,6 +71,12 @@ ArrowColumnInfo npy_strings_column_info(const std::string&, bool, const std::str
 ReadColumn read_npy_strings(std::span<const fs::path> files, const std::string& option) {
   not_built(option + " " + files.front().string());  // unreachable: npy_strings_column_info refused it
 }
+StagedColumnFile stage_npy_strings(const fs::path& path, const ArrowColumn&, const std::string&) {
+  not_built(path.string());  // unreachable: no column is read in Arrow's form
+}
+std::int64_t first_null_taken(const ArrowColumn&, ColumnView, const bool*) {
+  not_built("an output column");  // unreachable: no column is read in Arrow's form
+}
 std::shared_ptr<const ArrowColumn> arrow_row_indices(ColumnView, const bool*) {
   not_built("gathering a column");  // unreachable: no column is read in Arrow's form
 }

@@ -9,6 +9,8 @@
 #include "cli/cli_arrow_test_util.hpp"
 
 #include <random>
+#include <set>
+#include <utility>
 
 namespace mgjoin::test {
 namespace {
@@ -414,22 +416,52 @@ TEST_F(CliArrowTypes, TemporalKeysJoinTheirOwnTypeOnly) {
   }
 }
 
-TEST_F(CliArrowTypes, NpyOutputOfAStringColumnIsRefusedInOneLine) {
+/// A .npy column of fixed-width strings as the CLI wrote it: its kind, width and elements (padding kept).
+struct NpyStrings {
+  bool unicode;
+  std::int64_t width;
+  std::string bytes;
+};
+NpyStrings read_npy_strings_file(const std::filesystem::path& path) {
+  const auto info = inspect_string_column_file(path);
+  if (!info) return {false, 0, "not a .npy file of strings"};
+  return {info->unicode, info->width, read_string_column_file(path, *info)};
+}
+
+// .npy output holds strings and binary values as NumPy's U and S columns (the width of the longest
+// value); a null among them, and decimals and other types without a dtype, are refused in one line.
+TEST_F(CliArrowTypes, NpyOutputOfStringsIsFixedWidthAndOfOtherTypesRefused) {
   JoinCase c = payload_case();
   write_table(dir() / "r.parquet", *c.r);
   write_table(dir() / "s.parquet", *c.s);
-  expect_refused("join --r r.parquet --s s.parquet --on k --format npy --r-columns n,s",
-                 {"r.s: column s of --r r.parquet is string", "--format parquet"});
+  // R's row 2 (k = 2, matched twice) has a null s.
+  expect_refused("join --r r.parquet --s s.parquet --on k --format npy --r-columns n,s --s-columns k -q",
+                 {"r.s: the output holds nulls", "--format parquet"});
   expect_refused("join --r r.parquet --s s.parquet --on k --format npy --r-columns n --s-columns amt",
                  {"s.amt: column amt of --s s.parquet is decimal128(10, 3)", "--format parquet"});
-  write_table(dir() / "rs.parquet", *table({{"k", col(arrow::utf8(), R"(["a", "b"])")}}));
-  write_table(dir() / "ss.parquet", *table({{"k", col(arrow::utf8(), R"(["b", "b", "c"])")}}));
-  expect_refused("join --r rs.parquet --s ss.parquet --on k --format npy", {"key: column k of --r rs.parquet is string"});
+  write_table(dir() / "rs.parquet", *table({{"k", col(arrow::utf8(), R"(["a", "b", "é"])")},
+                                            {"v", col(arrow::binary(), R"(["x", "yy\u0000", "z"])")}}));
+  write_table(dir() / "ss.parquet", *table({{"k", col(arrow::large_utf8(), R"(["b", "b", "c", "é"])")}}));
+  const CliResult strings = mgjoin("join --r rs.parquet --s ss.parquet --on k --format npy --gpus 0 -q --out-dir strings");
+  ASSERT_EQ(strings.exit_code, 0) << strings.err;
+  // Row order is the join's: the rows as a multiset of (key, v).
+  const NpyStrings key = read_npy_strings_file(dir() / "strings/key.npy");
+  const NpyStrings v = read_npy_strings_file(dir() / "strings/r.v.npy");
+  EXPECT_TRUE(key.unicode);
+  EXPECT_EQ(key.width, 1);
+  EXPECT_FALSE(v.unicode);
+  EXPECT_EQ(v.width, 3);  // "yy\0" holds its NUL; NumPy drops trailing ones, as from any S column
+  ASSERT_EQ(key.bytes.size(), 3u * 4);
+  ASSERT_EQ(v.bytes.size(), 3u * 3);
+  std::multiset<std::pair<std::string, std::string>> rows;
+  for (int i = 0; i < 3; ++i) rows.emplace(key.bytes.substr(4 * i, 4), v.bytes.substr(3 * i, 3));
+  const std::string b("b\0\0\0", 4), e("\xE9\0\0\0", 4);
+  EXPECT_EQ(rows, (std::multiset<std::pair<std::string, std::string>>{
+                      {b, std::string("yy\0", 3)}, {b, std::string("yy\0", 3)}, {e, std::string("z\0\0", 3)}}));
   // Gather maps of string keys hold no string: .npy takes them.
   const CliResult maps = mgjoin("join --r rs.parquet --s ss.parquet --on k --format npy --output maps --gpus 0 -q --out-dir maps");
   ASSERT_EQ(maps.exit_code, 0) << maps.err;
-  EXPECT_EQ(read_values<std::int64_t>(dir() / "maps/r.row.npy"), (std::vector<std::int64_t>{1, 1}));
-  EXPECT_EQ(read_values<std::int64_t>(dir() / "maps/s.row.npy").size(), 2u);
+  EXPECT_EQ(read_values<std::int64_t>(dir() / "maps/r.row.npy").size(), 3u);
   // A string column left out of the output is never read: .npy output of the rest.
   const CliResult npy = mgjoin("join --r r.parquet --s s.parquet --on k --format npy --r-columns n --s-columns k --gpus 0 -q --out-dir npy");
   ASSERT_EQ(npy.exit_code, 0) << npy.err;

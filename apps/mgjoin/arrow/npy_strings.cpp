@@ -1,13 +1,18 @@
 // .npy columns of NumPy's fixed-width strings ('|S<n>', '<U<n>') as Arrow binary and string columns, so
 // that they join and come out as a Parquet table's strings do (a key through the shared dictionary, a
-// payload gathered by row numbers: host_columns.hpp).
+// payload gathered by row numbers: host_columns.hpp); and Arrow string and binary output columns written
+// as such .npy columns.
 #include "arrow_internal.hpp"
 
 #include <mgjoin/io.hpp>
 
+#include <arrow/compute/api.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 namespace mgjoin::cli {
 namespace {
@@ -80,7 +85,73 @@ void append_file(const std::filesystem::path& path, const StringColumnFileInfo& 
   }
 }
 
+/// The code points of valid UTF-8 `value` into `out` (little-endian UCS-4, as NumPy's '<U').
+void put_code_points(std::string_view value, char* out) {
+  const auto byte = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(value[i])); };
+  for (std::size_t i = 0; i < value.size(); out += 4) {
+    const std::uint32_t lead = byte(i);
+    const int extra = lead < 0x80 ? 0 : lead < 0xE0 ? 1 : lead < 0xF0 ? 2 : 3;
+    std::uint32_t c = extra == 0 ? lead : lead & (0x3Fu >> extra);
+    for (int k = 1; k <= extra && i + k < value.size(); ++k) c = (c << 6) | (byte(i + k) & 0x3F);
+    std::memcpy(out, &c, 4);
+    i += 1 + static_cast<std::size_t>(extra);
+  }
+}
+
+/// Row `i`'s value; a null's (a side the row has not: first_null_taken refused the others) is empty
+/// whatever its offsets span.
+std::string_view value_at(const arrow::LargeBinaryArray& a, std::int64_t i) { return a.IsNull(i) ? std::string_view() : a.GetView(i); }
+
+/// Code points of valid UTF-8: its bytes that do not continue a character.
+std::int64_t code_points(std::string_view value) {
+  return std::count_if(value.begin(), value.end(), [](char b) { return (static_cast<unsigned char>(b) & 0xC0) != 0x80; });
+}
+
 }  // namespace
+
+std::int64_t first_null_taken(const ArrowColumn& column, ColumnView rows, const bool* present) {
+  if (column.data->null_count() == 0) return -1;
+  std::vector<std::int64_t> starts;
+  std::int64_t n = 0;
+  for (const auto& c : column.data->chunks()) starts.push_back(std::exchange(n, n + c->length()));
+  const std::int64_t* row = rows.as<std::int64_t>();
+  for (std::int64_t i = 0; i < rows.size; ++i) {
+    if (present && !present[i]) continue;
+    const auto k = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), row[i]) - starts.begin() - 1);
+    if (column.data->chunk(static_cast<int>(k))->IsNull(row[i] - starts[k])) return i;
+  }
+  return -1;
+}
+
+StagedColumnFile stage_npy_strings(const std::filesystem::path& path, const ArrowColumn& column, const std::string& output) {
+  initialize_arrow_compute();
+  auto type = column.data->type();
+  if (type->id() == arrow::Type::DICTIONARY) type = static_cast<const arrow::DictionaryType&>(*type).value_type();
+  const bool unicode = dictionary_key_family(*type) == "string";
+  // Every chunk as large_binary: one reader for strings, binary values and their view and large types.
+  std::vector<std::shared_ptr<arrow::LargeBinaryArray>> chunks;
+  std::vector<std::int64_t> starts;
+  std::int64_t rows = 0, width = 1;  // NumPy's narrowest string is 1 wide, as np.array([''])'s
+  for (const auto& c : column.data->chunks()) {
+    const auto cast = value_or_throw(arrow::compute::Cast(*c, arrow::large_binary()), output);
+    chunks.push_back(std::static_pointer_cast<arrow::LargeBinaryArray>(cast));
+    starts.push_back(rows);
+    for (std::int64_t i = 0; i < cast->length(); ++i, ++rows) {
+      const std::string_view v = value_at(*chunks.back(), i);
+      width = std::max(width, unicode ? code_points(v) : static_cast<std::int64_t>(v.size()));
+    }
+  }
+  const StringColumnFileInfo shape{unicode, width, rows, 0};
+  return stage_string_column(path, shape, [&](std::int64_t first, std::int64_t n, char* out) {
+    std::size_t k = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() - 1);
+    for (std::int64_t row = first; row < first + n; ++row, out += shape.element_bytes()) {
+      while (row - starts[k] >= chunks[k]->length()) ++k;
+      const std::string_view v = value_at(*chunks[k], row - starts[k]);
+      if (unicode) put_code_points(v, out);
+      else std::memcpy(out, v.data(), v.size());
+    }
+  });
+}
 
 ArrowColumnInfo npy_strings_column_info(const std::string& name, bool unicode, const std::string&) {
   return column_info(name, unicode ? arrow::utf8() : arrow::binary(), /*partition=*/false);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -103,6 +104,15 @@ StagedColumnFile stage_column(const std::filesystem::path& path, ColumnView colu
 /// kept: see remove_table_files). @throw InputError naming the file when a rename fails or a final name
 /// is a directory.
 void commit_all(std::span<StagedColumnFile> files, std::span<const std::filesystem::path> stale = {});
+
+/// Fills the elements of rows [first, first + rows) of a fixed-width string column into `out`, which
+/// holds rows × element_bytes() zero bytes (the padding).
+using StringRowsFill = std::function<void(std::int64_t first, std::int64_t rows, char* out)>;
+
+/// Writes a .npy column of fixed-width strings of `shape` (unicode, width, size; data_offset unused) to a
+/// temporary file beside `path`, its elements from `fill` in pieces. @throw InputError as stage_column.
+StagedColumnFile stage_string_column(const std::filesystem::path& path, const StringColumnFileInfo& shape,
+                                     const StringRowsFill& fill);
 
 /// stage_column + commit.
 void write_column(const std::filesystem::path& path, ColumnView column);

@@ -201,18 +201,16 @@ void StagedColumnFile::commit() {
   committed_ = true;
 }
 
-StagedColumnFile stage_column(const fs::path& path, ColumnView column) {
+namespace {
+
+/// A file written by `write(file)` under a temporary name beside `path`, staged for the commit.
+template <class Write>
+StagedColumnFile staged_file(const fs::path& path, Write&& write) {
   const fs::path temp = temp_path_for(path);
   try {
     auto file = detail::FileHandle::create_new(temp);
     StagedColumnFile staged(path, temp);  // from here on, a failure removes the temp file
-    std::uint64_t offset = 0;
-    if (file_format_of(path) == FileFormat::Npy) {
-      const std::string header = detail::format_npy_header(column.type, column.size);
-      file.write_exact(header.data(), header.size(), 0);
-      offset = header.size();
-    }
-    file.write_exact(column.data, column.bytes(), offset);
+    write(file);
     file.close();
     return staged;
   } catch (const InputError& e) {
@@ -220,6 +218,37 @@ StagedColumnFile stage_column(const fs::path& path, ColumnView column) {
     const std::string what = e.what();
     throw InputError(path.string() + what.substr(std::min(what.size(), temp.string().size())));
   }
+}
+
+}  // namespace
+
+StagedColumnFile stage_column(const fs::path& path, ColumnView column) {
+  return staged_file(path, [&](const detail::FileHandle& file) {
+    std::uint64_t offset = 0;
+    if (file_format_of(path) == FileFormat::Npy) {
+      const std::string header = detail::format_npy_header(column.type, column.size);
+      file.write_exact(header.data(), header.size(), 0);
+      offset = header.size();
+    }
+    file.write_exact(column.data, column.bytes(), offset);
+  });
+}
+
+StagedColumnFile stage_string_column(const fs::path& path, const StringColumnFileInfo& shape, const StringRowsFill& fill) {
+  MGJOIN_EXPECTS(shape.width > 0 && shape.size >= 0, "stage_string_column: a width of at least 1 and rows");
+  return staged_file(path, [&](const detail::FileHandle& file) {
+    const std::string header = detail::format_npy_header(detail::NpyStrings{shape.unicode, shape.width}, shape.size);
+    file.write_exact(header.data(), header.size(), 0);
+    // In pieces of about 64 MiB: the elements padded to their width may be far larger than the values.
+    const std::int64_t rows_a_piece = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / static_cast<std::int64_t>(shape.element_bytes()));
+    std::vector<char> piece;
+    for (std::int64_t first = 0; first < shape.size; first += rows_a_piece) {
+      const std::int64_t rows = std::min(rows_a_piece, shape.size - first);
+      piece.assign(static_cast<std::size_t>(rows) * shape.element_bytes(), '\0');
+      fill(first, rows, piece.data());
+      file.write_exact(piece.data(), piece.size(), header.size() + static_cast<std::uint64_t>(first) * shape.element_bytes());
+    }
+  });
 }
 
 namespace {

@@ -331,9 +331,11 @@ NpyHeader parse_npy_dict(std::string_view dict, const std::string& file, bool st
   return header;
 }
 
-std::string format_npy_header(DType type, std::int64_t size) {
-  std::string dict = std::string("{'descr': '") + (dtype_size(type) == 1 ? '|' : '<') + npy_code(type) +
-                     "', 'fortran_order': False, 'shape': (" + std::to_string(size) + ",), }";
+namespace {
+
+/// A v1 header (v2 if the dict could not fit) for `size` elements of numpy's type string `descr`.
+std::string format_header(const std::string& descr, std::int64_t size) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(size) + ",), }";
   const bool v1 = dict.size() + 1 + kNpyPrefixV1 <= 65535;
   const std::size_t prefix = v1 ? kNpyPrefixV1 : kNpyPrefixV2;
   const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
@@ -346,6 +348,16 @@ std::string format_npy_header(DType type, std::int64_t size) {
   const std::uint64_t len = dict.size();
   for (std::size_t i = 0; i < prefix - 8; ++i) header += static_cast<char>((len >> (8 * i)) & 0xff);
   return header + dict;
+}
+
+}  // namespace
+
+std::string format_npy_header(DType type, std::int64_t size) {
+  return format_header((dtype_size(type) == 1 ? "|" : "<") + npy_code(type), size);
+}
+
+std::string format_npy_header(const NpyStrings& strings, std::int64_t size) {
+  return format_header((strings.unicode ? "<U" : "|S") + std::to_string(strings.width), size);
 }
 
 }  // namespace mgjoin::detail

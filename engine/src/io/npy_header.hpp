@@ -47,5 +47,7 @@ NpyHeader parse_npy_dict(std::string_view dict, const std::string& file, bool st
 /// A complete v1 header (v2 if the dict could not fit, which never happens for 1-D) for `size`
 /// elements of `type`; its length is a multiple of 64 so that the data stays aligned.
 std::string format_npy_header(DType type, std::int64_t size);
+/// The same for `size` fixed-width strings: descr '<U<width>' or '|S<width>'.
+std::string format_npy_header(const NpyStrings& strings, std::int64_t size);
 
 }  // namespace mgjoin::detail
