@@ -1,5 +1,7 @@
 """Files and datasets as join inputs: a Parquet file, a directory of Parquet files (a dataset, hive-style
-``name=value`` folders read as columns), an Arrow IPC (Feather) file, or a ``pyarrow.dataset.Dataset``.
+``name=value`` folders read as columns), an Arrow IPC (Feather) file, a directory of ``.npy`` columns (as
+``mgjoin join --r DIR`` reads it: each file a column named by its stem; NumPy's fixed-width strings, U and
+S, as Arrow string and binary columns), or a ``pyarrow.dataset.Dataset``.
 
 Each is opened as a pyarrow Dataset, and only the columns the join uses (its keys and the output's
 payload columns) are read, by the Dataset's multi-threaded scanner, into a pyarrow Table that join() then
@@ -61,6 +63,33 @@ def _data_files(folder: str) -> list[str]:
     return files
 
 
+def _npy_files(folder: str) -> list[str]:
+    """The .npy files directly inside `folder`, in name order: a table of column files when any."""
+    names = sorted(n for n in os.listdir(folder) if n.lower().endswith(".npy") and not n.startswith(_HIDDEN))
+    return [os.path.join(folder, n) for n in names if os.path.isfile(os.path.join(folder, n))]
+
+
+def _npy_table(files: list[str], side: str) -> Any:
+    """The .npy columns `files` as one in-memory Dataset; numbers memory-mapped, not copied."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    columns, rows = {}, None
+    for file in files:
+        try:
+            values = np.load(file, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{side} table: cannot read {file}: {_one_line(e)}") from e
+        if values.ndim != 1:
+            raise ValueError(f"{side} table: {file} has {values.ndim} dimensions, expected 1")
+        if rows is not None and len(values) != rows:
+            raise ValueError(f"{side} table: {file} has {len(values)} rows, but {files[0]} has {rows}")
+        rows = len(values)
+        columns[os.path.splitext(os.path.basename(file))[0]] = pa.array(values)
+    return ds.dataset(pa.table(columns))
+
+
 def _open(path: str, fmt: str, partitioning: Optional[str]) -> Any:
     import pyarrow.dataset as ds
 
@@ -96,6 +125,9 @@ class FileSource:
         if not os.path.exists(path):
             raise FileNotFoundError(errno.ENOENT, f"{self.side} table: no such file or directory", path)
         is_folder = os.path.isdir(path)
+        if is_folder and _npy_files(path):
+            self._checked = True  # read whole here, every file's rows checked
+            return _npy_table(_npy_files(path), self.side)
         files = _data_files(path) if is_folder else [path]
         if not files:
             raise ValueError(f"{self.side} table: the folder {path} holds no Parquet or Arrow IPC files")

@@ -288,3 +288,32 @@ def test_a_path_like_and_a_folder_of_feather_files_are_read(tmp_path, where):
                               tmp_path / "arrows" / f"{i}.arrow")
     out = mgjoin.join(pathlib.PurePath(tmp_path / "arrows"), {"k": np.arange(0, 30, 2)}, on="k", **where)
     assert rows(out) == [(k, 2 * k) for k in range(0, 30, 2)]
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_folder_of_npy_columns_with_string_keys_joins_as_duckdb_joins_them(tmp_path, rng, where, how):
+    # As `mgjoin join --r DIR` reads it: each .npy file a column named by its stem; NumPy's U and S strings.
+    pool = np.array(["", "a", "é", "中文", "😀", "x\x00y", "prefix-" * 5 + "1", "prefix-" * 5 + "2"])
+    for side, n in (("l", 97), ("r", 61)):
+        (tmp_path / side).mkdir()
+        np.save(tmp_path / side / "k.npy", pool[rng.integers(0, len(pool), n)])
+        np.save(tmp_path / side / f"{side}v.npy", np.arange(n, dtype=np.int64))
+        np.save(tmp_path / side / f"{side}b.npy", np.array([f"{side}{i}".encode() for i in range(n)]))
+    out = mgjoin.join(tmp_path / "l", str(tmp_path / "r"), on="k", how=how, **where)
+    assert out.schema.field("k").type == pa.string() and out.schema.field("lb").type == pa.binary()
+    left = pa.table({n: pa.array(np.load(tmp_path / "l" / f"{n}.npy")) for n in ("k", "lv", "lb")})
+    right = pa.table({n: pa.array(np.load(tmp_path / "r" / f"{n}.npy")) for n in ("k", "rv", "rb")})
+    cols = "l.k, l.lv, l.lb" if how in ("semi", "anti") else "COALESCE(l.k, r.k), l.lv, l.lb, r.rv, r.rb"
+    names = ["k", "lv", "lb"] + ([] if how in ("semi", "anti") else ["rv", "rb"])  # the files' order is by name
+    assert rows(out.select(names)) == duckdb_rows(f"SELECT {cols} FROM L l {_SQL_JOIN[how]} R r ON l.k = r.k", L=left, R=right)
+
+
+def test_npy_columns_of_different_lengths_or_dimensions_are_named(tmp_path):
+    (tmp_path / "t").mkdir()
+    np.save(tmp_path / "t" / "a.npy", np.arange(3))
+    np.save(tmp_path / "t" / "k.npy", np.arange(4))
+    with pytest.raises(ValueError, match=r"left table: .*k\.npy has 4 rows, but .*a\.npy has 3"):
+        mgjoin.join(tmp_path / "t", {"k": np.arange(3)}, on="k", gpus=0)
+    np.save(tmp_path / "t" / "k.npy", np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"left table: .*k\.npy has 2 dimensions"):
+        mgjoin.join(tmp_path / "t", {"k": np.arange(3)}, on="k", gpus=0)
