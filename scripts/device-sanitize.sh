@@ -118,8 +118,9 @@ children_summary() {  # log: one line over its child logs
   for f in "${1%.log}".child-*.log; do
     [ -e "$f" ] || continue
     n=$(( n + 1 ))
-    if ! grep -vE '^========= (COMPUTE-SANITIZER|Target application terminated before first instrumented API call)$' "$f" |
-      grep -q .; then no_cuda=$(( no_cuda + 1 )); continue; fi
+    if grep -q '^========= Target application terminated before first instrumented API call$' "$f" &&
+      ! grep -vE '^========= (COMPUTE-SANITIZER|Target application terminated before first instrumented API call)$' "$f" |
+      grep -q .; then no_cuda=$(( no_cuda + 1 )); continue; fi  # an empty log (killed first) is no summary
     line=$(summary_of "$f")
     grep -qE '(ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards)' <<< "${line##*;}" || bad+=("${f##*/}: $line")
   done

@@ -117,6 +117,10 @@ inline bool npy_holds_as_strings(const ArrowColumnInfo& c) { return c.dictionary
 /// @throw InputError starting with `output` where Arrow cannot read the column as binary values.
 StagedColumnFile stage_npy_strings(const std::filesystem::path& path, const ArrowColumn& column, const std::string& output);
 
+/// Nothing for binary values or strings that are all UTF-8; @throw InputError starting with `output`
+/// and naming the row otherwise (Arrow's Parquet reader does not check): a U column holds code points.
+void expect_utf8(const ArrowColumn& column, const std::string& output);
+
 /// The first of the output rows whose row number `rows[i]` (int64) is a null of `column`, rows where
 /// `present` (nullptr: all) is false left out; -1 where none is: .npy output holds no nulls.
 std::int64_t first_null_taken(const ArrowColumn& column, ColumnView rows, const bool* present);

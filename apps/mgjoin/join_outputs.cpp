@@ -32,8 +32,11 @@ std::optional<std::string> validity_target(const std::string& name) {
 }  // namespace
 
 void expect_npy_strings_hold(const NullKeyJoin& join, const TableJoinOptions& o, const HostColumns& host) {
+  if (o.output != TableOutput::Columns) return;  // gather maps hold no string
   const TableJoinResult& res = join.result;
+  for (const HostColumns::Dictionary& d : host.dictionaries) expect_utf8(*d.dictionary, d.name);
   for (const auto& [name, column] : host.gathered) {
+    expect_utf8(*column, name);
     const std::string side = name.substr(0, 2);
     const HostColumn* rows = find_column(res, side + std::string(kRowNumbers));
     const HostColumn* present = is_side_validity(side + "valid", o.how) ? find_column(res, side + "valid") : nullptr;

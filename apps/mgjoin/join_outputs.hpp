@@ -35,7 +35,8 @@ std::vector<StagedColumnFile> stage_npy_join_outputs(const std::filesystem::path
 
 /// For .npy output, before anything is written: @throw InputError naming the output column when a
 /// payload gathered on the host (host_columns.hpp) would hold a null, which .npy files cannot hold (a
-/// side an outer join misses is r.valid / s.valid's, not a null).
+/// side an outer join misses is r.valid / s.valid's, not a null), or when a column of strings the host
+/// makes is not all UTF-8 (expect_utf8).
 void expect_npy_strings_hold(const NullKeyJoin& join, const TableJoinOptions& o, const HostColumns& host);
 
 /// For .npy output: removes the hidden validity columns (null_keys.hpp) after checking that the output

@@ -74,6 +74,9 @@ ReadColumn read_npy_strings(std::span<const fs::path> files, const std::string& 
 StagedColumnFile stage_npy_strings(const fs::path& path, const ArrowColumn&, const std::string&) {
   not_built(path.string());  // unreachable: no column is read in Arrow's form
 }
+void expect_utf8(const ArrowColumn&, const std::string& output) {
+  not_built(output);  // unreachable: no column is read in Arrow's form
+}
 std::int64_t first_null_taken(const ArrowColumn&, ColumnView, const bool*) {
   not_built("an output column");  // unreachable: no column is read in Arrow's form
 }

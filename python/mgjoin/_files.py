@@ -69,25 +69,46 @@ def _npy_files(folder: str) -> list[str]:
     return [os.path.join(folder, n) for n in names if os.path.isfile(os.path.join(folder, n))]
 
 
-def _npy_table(files: list[str], side: str) -> Any:
-    """The .npy columns `files` as one in-memory Dataset; numbers memory-mapped, not copied."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.dataset as ds
+class _NpyColumns:
+    """A folder of .npy columns as the little of a pyarrow Dataset FileSource uses: a schema (the files'
+    stems; their headers read, their data memory-mapped, lengths and dimensions checked) and to_table of the
+    columns a join reads, made only then. NumPy's fixed-width strings become Arrow string and binary
+    values as NumPy reads them: trailing NULs dropped, embedded ones kept (pa.array of a U or S array would
+    cut each value at its first NUL, and the CLI does not)."""
 
-    columns, rows = {}, None
-    for file in files:
-        try:
-            values = np.load(file, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as e:
-            raise ValueError(f"{side} table: cannot read {file}: {_one_line(e)}") from e
-        if values.ndim != 1:
-            raise ValueError(f"{side} table: {file} has {values.ndim} dimensions, expected 1")
-        if rows is not None and len(values) != rows:
-            raise ValueError(f"{side} table: {file} has {len(values)} rows, but {files[0]} has {rows}")
-        rows = len(values)
-        columns[os.path.splitext(os.path.basename(file))[0]] = pa.array(values)
-    return ds.dataset(pa.table(columns))
+    def __init__(self, files: list[str], side: str) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        self._side, self._files, self._arrays, fields = side, {}, {}, []
+        for file in files:
+            name = os.path.splitext(os.path.basename(file))[0]
+            try:
+                values = np.load(file, mmap_mode="r", allow_pickle=False)
+                kind = values.dtype.kind
+                fields.append(pa.field(name, pa.string() if kind == "U" else pa.binary() if kind == "S"
+                                       else pa.from_numpy_dtype(values.dtype)))
+            except (ValueError, OSError, TypeError, pa.ArrowException) as e:
+                raise ValueError(f"{side} table: cannot read {file}: {_one_line(e)}") from e
+            if values.ndim != 1:
+                raise ValueError(f"{side} table: {file} has {values.ndim} dimensions, expected 1")
+            first = next(iter(self._arrays.values()), None)
+            if first is not None and len(values) != len(first):
+                raise ValueError(f"{side} table: {file} has {len(values)} rows, but {files[0]} has {len(first)}")
+            self._files[name], self._arrays[name] = file, values
+        self.schema = pa.schema(fields)
+
+    def to_table(self, columns: list[str], use_threads: bool = True) -> Any:
+        import pyarrow as pa
+
+        out = {}
+        for name in columns:
+            values, field = self._arrays[name], self.schema.field(name)
+            try:
+                out[name] = pa.array(values.tolist(), field.type) if values.dtype.kind in "US" else pa.array(values)
+            except (ValueError, TypeError, UnicodeError, pa.ArrowException) as e:
+                raise ValueError(f"{self._side} table: cannot read {self._files[name]}: {_one_line(e)}") from e
+        return pa.table(out, schema=pa.schema([self.schema.field(n) for n in columns]))
 
 
 def _open(path: str, fmt: str, partitioning: Optional[str]) -> Any:
@@ -127,7 +148,7 @@ class FileSource:
         is_folder = os.path.isdir(path)
         if is_folder and _npy_files(path):
             self._checked = True  # read whole here, every file's rows checked
-            return _npy_table(_npy_files(path), self.side)
+            return _NpyColumns(_npy_files(path), self.side)
         files = _data_files(path) if is_folder else [path]
         if not files:
             raise ValueError(f"{self.side} table: the folder {path} holds no Parquet or Arrow IPC files")

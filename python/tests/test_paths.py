@@ -301,8 +301,10 @@ def test_a_folder_of_npy_columns_with_string_keys_joins_as_duckdb_joins_them(tmp
         np.save(tmp_path / side / f"{side}b.npy", np.array([f"{side}{i}".encode() for i in range(n)]))
     out = mgjoin.join(tmp_path / "l", str(tmp_path / "r"), on="k", how=how, **where)
     assert out.schema.field("k").type == pa.string() and out.schema.field("lb").type == pa.binary()
-    left = pa.table({n: pa.array(np.load(tmp_path / "l" / f"{n}.npy")) for n in ("k", "lv", "lb")})
-    right = pa.table({n: pa.array(np.load(tmp_path / "r" / f"{n}.npy")) for n in ("k", "rv", "rb")})
+    # NumPy's values (.tolist(): trailing NULs dropped, "x\x00y" kept whole), not pa.array's of the arrays.
+    left = pa.table({n: pa.array(np.load(tmp_path / "l" / f"{n}.npy").tolist()) for n in ("k", "lv", "lb")})
+    right = pa.table({n: pa.array(np.load(tmp_path / "r" / f"{n}.npy").tolist()) for n in ("k", "rv", "rb")})
+    assert "x\x00y" in left.column("k").to_pylist() + right.column("k").to_pylist()
     cols = "l.k, l.lv, l.lb" if how in ("semi", "anti") else "COALESCE(l.k, r.k), l.lv, l.lb, r.rv, r.rb"
     names = ["k", "lv", "lb"] + ([] if how in ("semi", "anti") else ["rv", "rb"])  # the files' order is by name
     assert rows(out.select(names)) == duckdb_rows(f"SELECT {cols} FROM L l {_SQL_JOIN[how]} R r ON l.k = r.k", L=left, R=right)
@@ -316,4 +318,7 @@ def test_npy_columns_of_different_lengths_or_dimensions_are_named(tmp_path):
         mgjoin.join(tmp_path / "t", {"k": np.arange(3)}, on="k", gpus=0)
     np.save(tmp_path / "t" / "k.npy", np.zeros((3, 2)))
     with pytest.raises(ValueError, match=r"left table: .*k\.npy has 2 dimensions"):
+        mgjoin.join(tmp_path / "t", {"k": np.arange(3)}, on="k", gpus=0)
+    np.save(tmp_path / "t" / "k.npy", np.array([1, 2, 3], dtype=object))
+    with pytest.raises(ValueError, match=r"left table: cannot read .*k\.npy"):
         mgjoin.join(tmp_path / "t", {"k": np.arange(3)}, on="k", gpus=0)

@@ -131,7 +131,7 @@ def check_npy_output(mgjoin, np, d, out, how, gpus, want, dtype, label):
                        f"only mgjoin: {list((got - want).items())[:3]}, only the reference: {list((want - got).items())[:3]}")
 
 
-def check_bad_inputs(mgjoin, without_arrow, np, d):
+def check_bad_inputs(mgjoin, without_arrow, np, pq, d):
     def refused(binary, args, words, what):
         cli_compare.refused(binary, d, args, words, what)
 
@@ -150,6 +150,14 @@ def check_bad_inputs(mgjoin, without_arrow, np, d):
     np.save(f"{d}/X/k.npy", np.frombuffer(bytes(raw), dtype="U2"))
     refused(mgjoin, ["--r", "X", "--s", "U", "--on", "k", "--format", "parquet"], ["X/k.npy", "element 1", "0x110000"],
             "a U element that is no code point")
+    # A Parquet string column whose bytes are not UTF-8 (pyarrow writes and Arrow's Parquet reader reads it
+    # unchecked): .npy output refuses it (it decodes into more code points than its width counts).
+    import pyarrow as pa
+    offsets = pa.py_buffer(np.array([0, 1, 4], dtype=np.int32).tobytes())
+    bad_text = pa.Array.from_buffers(pa.utf8(), 2, [None, offsets, pa.py_buffer(b"a\xc3\x80\x80")])
+    pq.write_table(pa.table({"k": pa.array(["a", "b"]), "t": bad_text}), f"{d}/bad_utf8.parquet")
+    refused(mgjoin, ["--r", "bad_utf8.parquet", "--s", "U", "--on", "k", "--format", "npy", "-q"], ["r.t", "not valid UTF-8"],
+            "an output string that is not UTF-8, to .npy")
     if without_arrow:
         refused(without_arrow, ["--r", "U", "--s", "U", "--on", "k"], ["U/k.npy", "built without"],
                 "string keys where the CLI has no Arrow")
@@ -165,7 +173,7 @@ def compare_all(a, rng, d, np, pq):
     compare(mgjoin, np, pq, d, draw(rng, ascii_pool, 257), draw(rng, ascii_pool, 131), "S", a.gpus, "byte-string keys")
     compare(mgjoin, np, pq, d, ["same"] * 40, ["same"] * 7 + [""], None, a.gpus, "all keys equal")
     compare(mgjoin, np, pq, d, ["only"], [], None, a.gpus, "one row against none")
-    check_bad_inputs(mgjoin, without, np, d)
+    check_bad_inputs(mgjoin, without, np, pq, d)
 
 
 def more_args(ap):

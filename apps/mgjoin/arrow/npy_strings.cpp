@@ -7,6 +7,7 @@
 #include <mgjoin/io.hpp>
 
 #include <arrow/compute/api.h>
+#include <arrow/util/utf8.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -28,8 +29,8 @@ std::string_view trimmed_bytes(const char* element, std::int64_t width) {
 }
 
 /// A U element (little-endian UCS-4 code points) as UTF-8, without its trailing NUL code points (NumPy's
-/// str_ drops them too); an element holding no code point (past U+10FFFF, or a surrogate) is refused.
-void append_utf8(const char* element, std::int64_t width, std::string& out, const std::string& where) {
+/// str_ drops them too). Returns the first code point that is none (past U+10FFFF, or a surrogate).
+std::optional<std::uint32_t> append_utf8(const char* element, std::int64_t width, std::string& out) {
   std::int64_t n = width;
   const auto code_at = [&](std::int64_t i) {
     std::uint32_t c;
@@ -39,11 +40,7 @@ void append_utf8(const char* element, std::int64_t width, std::string& out, cons
   while (n > 0 && code_at(n - 1) == 0) --n;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint32_t c = code_at(i);
-    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "0x%X", c);
-      throw InputError(where + " holds " + hex + ", which is not a Unicode code point");
-    }
+    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return c;
     if (c < 0x80) {
       out += static_cast<char>(c);
     } else if (c < 0x800) {
@@ -60,35 +57,48 @@ void append_utf8(const char* element, std::int64_t width, std::string& out, cons
       out += static_cast<char>(0x80 | (c & 0x3F));
     }
   }
+  return std::nullopt;
 }
 
 /// One file's elements appended to `chunks` through `builder`, a new chunk before one would pass
 /// kChunkValueBytes.
 void append_file(const std::filesystem::path& path, const StringColumnFileInfo& info, arrow::BinaryBuilder& builder,
                  arrow::ArrayVector& chunks, const std::string& option) {
-  const std::string data = read_string_column_file(path, info);
   const std::string what = option + " " + path.string();
+  // Read in pieces of about 64 MiB: the padded elements may be far larger than the values.
+  const std::int64_t rows_a_piece = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / static_cast<std::int64_t>(info.element_bytes()));
   std::string utf8;
-  for (std::int64_t row = 0; row < info.size; ++row) {
-    const char* element = data.data() + static_cast<std::size_t>(row) * info.element_bytes();
-    std::string_view value;
-    if (info.unicode) {
-      utf8.clear();
-      append_utf8(element, info.width, utf8, what + ": element " + std::to_string(row));
-      value = utf8;
-    } else {
-      value = trimmed_bytes(element, info.width);
+  for (std::int64_t first = 0; first < info.size; first += rows_a_piece) {
+    const std::int64_t rows = std::min(rows_a_piece, info.size - first);
+    const std::string piece = read_string_column_file(path, info, first, rows);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const char* element = piece.data() + static_cast<std::size_t>(i) * info.element_bytes();
+      std::string_view value;
+      if (info.unicode) {
+        utf8.clear();
+        if (const auto bad = append_utf8(element, info.width, utf8)) {
+          char hex[16];
+          std::snprintf(hex, sizeof hex, "0x%X", *bad);
+          throw InputError(what + ": element " + std::to_string(first + i) + " holds " + hex +
+                           ", which is not a Unicode code point");
+        }
+        value = utf8;
+      } else {
+        value = trimmed_bytes(element, info.width);
+      }
+      if (builder.value_data_length() + static_cast<std::int64_t>(value.size()) > kChunkValueBytes)
+        chunks.push_back(value_or_throw(builder.Finish(), what));
+      ok_or_throw(builder.Append(value), what);
     }
-    if (builder.value_data_length() + static_cast<std::int64_t>(value.size()) > kChunkValueBytes)
-      chunks.push_back(value_or_throw(builder.Finish(), what));
-    ok_or_throw(builder.Append(value), what);
   }
 }
 
-/// The code points of valid UTF-8 `value` into `out` (little-endian UCS-4, as NumPy's '<U').
-void put_code_points(std::string_view value, char* out) {
+/// The code points of valid UTF-8 `value` (stage_npy_strings checked it) into `out`, at most `width` of
+/// them (little-endian UCS-4, as NumPy's '<U').
+void put_code_points(std::string_view value, std::int64_t width, char* out) {
   const auto byte = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(value[i])); };
-  for (std::size_t i = 0; i < value.size(); out += 4) {
+  const char* end = out + 4 * width;
+  for (std::size_t i = 0; i < value.size() && out < end; out += 4) {
     const std::uint32_t lead = byte(i);
     const int extra = lead < 0x80 ? 0 : lead < 0xE0 ? 1 : lead < 0xF0 ? 2 : 3;
     std::uint32_t c = extra == 0 ? lead : lead & (0x3Fu >> extra);
@@ -123,6 +133,23 @@ std::int64_t first_null_taken(const ArrowColumn& column, ColumnView rows, const 
   return -1;
 }
 
+void expect_utf8(const ArrowColumn& column, const std::string& output) {
+  auto type = column.data->type();
+  if (type->id() == arrow::Type::DICTIONARY) type = static_cast<const arrow::DictionaryType&>(*type).value_type();
+  if (dictionary_key_family(*type) != "string") return;
+  initialize_arrow_compute();
+  arrow::util::InitializeUTF8();  // ValidateUTF8's tables
+  std::int64_t row = 0;
+  for (const auto& c : column.data->chunks()) {
+    const auto values = std::static_pointer_cast<arrow::LargeBinaryArray>(
+        value_or_throw(arrow::compute::Cast(*c, arrow::large_binary()), output));
+    for (std::int64_t i = 0; i < values->length(); ++i, ++row)
+      if (!arrow::util::ValidateUTF8(value_at(*values, i)))
+        throw InputError(output + ": row " + std::to_string(row) + " of " + column.where +
+                         " is not valid UTF-8, which .npy's U columns cannot hold: use --format parquet (or arrow)");
+  }
+}
+
 StagedColumnFile stage_npy_strings(const std::filesystem::path& path, const ArrowColumn& column, const std::string& output) {
   initialize_arrow_compute();
   auto type = column.data->type();
@@ -137,7 +164,7 @@ StagedColumnFile stage_npy_strings(const std::filesystem::path& path, const Arro
     chunks.push_back(std::static_pointer_cast<arrow::LargeBinaryArray>(cast));
     starts.push_back(rows);
     for (std::int64_t i = 0; i < cast->length(); ++i, ++rows) {
-      const std::string_view v = value_at(*chunks.back(), i);
+      const std::string_view v = value_at(*chunks.back(), i);  // UTF-8: expect_utf8 checked it
       width = std::max(width, unicode ? code_points(v) : static_cast<std::int64_t>(v.size()));
     }
   }
@@ -147,7 +174,7 @@ StagedColumnFile stage_npy_strings(const std::filesystem::path& path, const Arro
     for (std::int64_t row = first; row < first + n; ++row, out += shape.element_bytes()) {
       while (row - starts[k] >= chunks[k]->length()) ++k;
       const std::string_view v = value_at(*chunks[k], row - starts[k]);
-      if (unicode) put_code_points(v, out);
+      if (unicode) put_code_points(v, shape.width, out);
       else std::memcpy(out, v.data(), v.size());
     }
   });
@@ -163,10 +190,10 @@ ReadColumn read_npy_strings(std::span<const std::filesystem::path> files, const 
   std::unique_ptr<arrow::BinaryBuilder> builder;
   for (const std::filesystem::path& f : files) {
     const std::optional<StringColumnFileInfo> info = inspect_string_column_file(f);
-    MGJOIN_INPUT_EXPECTS(info && (!unicode || *unicode == info->unicode),
+    MGJOIN_INPUT_EXPECTS(info, option + " " + f.string() + ": not a .npy file of strings ('U' or 'S')");
+    MGJOIN_INPUT_EXPECTS(!unicode || *unicode == info->unicode,
                          option + " " + f.string() + ": expected a .npy file of " +
-                             (unicode && !*unicode ? "byte strings ('S')" : "unicode strings ('U')") +
-                             " like the column's first file");
+                             (*unicode ? "unicode strings ('U')" : "byte strings ('S')") + " like the column's first file");
     if (!unicode) {
       unicode = info->unicode;
       if (*unicode) builder = std::make_unique<arrow::StringBuilder>();

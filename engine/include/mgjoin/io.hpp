@@ -49,14 +49,16 @@ struct StringColumnFileInfo {
   std::uint64_t element_bytes() const { return static_cast<std::uint64_t>(width) * (unicode ? 4 : 1); }
 };
 
-/// The header of a .npy file of fixed-width strings; nullopt for a raw file or a .npy file of another
-/// dtype (inspect_column_file says whether the engine takes it). @throw InputError as inspect_column_file
-/// for a missing, malformed or truncated file.
+/// The header of a .npy file of fixed-width strings; nullopt for a raw file or a .npy file of a dtype the
+/// engine takes (inspect_column_file reads it). @throw InputError as inspect_column_file for a missing,
+/// malformed or truncated file, or one of a dtype neither takes (big-endian, float16, objects, ...).
 std::optional<StringColumnFileInfo> inspect_string_column_file(const std::filesystem::path& path);
 
-/// The elements of such a file as it holds them (size × element_bytes() bytes, padding included).
-/// @throw InputError naming the file when the read fails or the file changed since `info` was read.
-std::string read_string_column_file(const std::filesystem::path& path, const StringColumnFileInfo& info);
+/// Elements [first, first + rows) of such a file (`rows` < 0: to its end) as it holds them (rows ×
+/// element_bytes() bytes, padding included). @throw InputError naming the file when the read fails or the
+/// file changed since `info` was read.
+std::string read_string_column_file(const std::filesystem::path& path, const StringColumnFileInfo& info,
+                                    std::int64_t first = 0, std::int64_t rows = -1);
 
 /// Reads a whole column file into a new host column (pinned if asked and a CUDA driver is present).
 /// @throw InputError as inspect_column_file, or when the read itself fails.

@@ -153,14 +153,17 @@ std::optional<StringColumnFileInfo> inspect_string_column_file(const fs::path& p
                               layout.data_offset};
 }
 
-std::string read_string_column_file(const fs::path& path, const StringColumnFileInfo& info) {
+std::string read_string_column_file(const fs::path& path, const StringColumnFileInfo& info, std::int64_t first,
+                                    std::int64_t rows) {
   const auto file = detail::FileHandle::open_read(path);
   const std::uint64_t bytes = static_cast<std::uint64_t>(info.size) * info.element_bytes();
   MGJOIN_INPUT_EXPECTS(info.data_offset + bytes == file.size(),
                        path.string() + ": changed since it was inspected (" + bytes_text(file.size()) + ", expected " +
                            bytes_text(info.data_offset + bytes) + ")");
-  std::string data(bytes, '\0');
-  file.read_exact(data.data(), data.size(), info.data_offset);
+  if (rows < 0) rows = info.size - std::min(first, info.size);
+  MGJOIN_EXPECTS(first >= 0 && first <= info.size && rows <= info.size - first, "read_string_column_file: rows past the end");
+  std::string data(static_cast<std::size_t>(rows) * info.element_bytes(), '\0');
+  file.read_exact(data.data(), data.size(), info.data_offset + static_cast<std::uint64_t>(first) * info.element_bytes());
   return data;
 }
 
