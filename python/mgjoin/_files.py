@@ -146,9 +146,10 @@ class FileSource:
         if not os.path.exists(path):
             raise FileNotFoundError(errno.ENOENT, f"{self.side} table: no such file or directory", path)
         is_folder = os.path.isdir(path)
-        if is_folder and _npy_files(path):
-            self._checked = True  # read whole here, every file's rows checked
-            return _NpyColumns(_npy_files(path), self.side)
+        npy = _npy_files(path) if is_folder else []
+        if npy:
+            self._checked = True  # every file's header, rows and dimensions checked by _NpyColumns
+            return _NpyColumns(npy, self.side)
         files = _data_files(path) if is_folder else [path]
         if not files:
             raise ValueError(f"{self.side} table: the folder {path} holds no Parquet or Arrow IPC files")

@@ -437,8 +437,9 @@ def join(
     mapping of column name to 1-D array, any object with the Arrow PyCapsule interface (a Polars
     DataFrame, a DuckDB relation), a path (str or os.PathLike) to a Parquet file, an Arrow IPC (Feather)
     file or a folder of Parquet files (hive ``name=value`` folders read as columns), a folder of ``.npy``
-    column files (each a column named by its stem), or a ``pyarrow.dataset.Dataset``. Of a file or dataset only the columns the join uses are read, by pyarrow's
-    multi-threaded scanner, into a table before the join starts (not yet streamed into it; see
+    column files (each a column named by its stem), or a ``pyarrow.dataset.Dataset``. Of a file or dataset
+    only the columns the join uses are read, by pyarrow's multi-threaded scanner, into a table before the
+    join starts (not yet streamed into it; see
     docs/PYTHON.md, Files and datasets). Key and payload columns of int8 ... int64, uint8 ... uint64, float32,
     float64, bool, and of the Arrow types stored as such integers (date, time, timestamp, duration,
     decimal32/64, float16, fixed_size_binary of 1, 2, 4 or 8 bytes) go to the engine without a copy where

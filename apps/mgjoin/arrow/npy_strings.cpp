@@ -6,6 +6,7 @@
 
 #include <mgjoin/io.hpp>
 
+#include <arrow/chunk_resolver.h>
 #include <arrow/compute/api.h>
 #include <arrow/util/utf8.h>
 
@@ -13,7 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <utility>
 
 namespace mgjoin::cli {
 namespace {
@@ -65,14 +65,10 @@ std::optional<std::uint32_t> append_utf8(const char* element, std::int64_t width
 void append_file(const std::filesystem::path& path, const StringColumnFileInfo& info, arrow::BinaryBuilder& builder,
                  arrow::ArrayVector& chunks, const std::string& option) {
   const std::string what = option + " " + path.string();
-  // Read in pieces of about 64 MiB: the padded elements may be far larger than the values.
-  const std::int64_t rows_a_piece = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / static_cast<std::int64_t>(info.element_bytes()));
   std::string utf8;
-  for (std::int64_t first = 0; first < info.size; first += rows_a_piece) {
-    const std::int64_t rows = std::min(rows_a_piece, info.size - first);
-    const std::string piece = read_string_column_file(path, info, first, rows);
+  read_string_column_pieces(path, info, [&](std::int64_t first, std::int64_t rows, const char* data) {
     for (std::int64_t i = 0; i < rows; ++i) {
-      const char* element = piece.data() + static_cast<std::size_t>(i) * info.element_bytes();
+      const char* element = data + static_cast<std::size_t>(i) * info.element_bytes();
       std::string_view value;
       if (info.unicode) {
         utf8.clear();
@@ -90,7 +86,7 @@ void append_file(const std::filesystem::path& path, const StringColumnFileInfo& 
         chunks.push_back(value_or_throw(builder.Finish(), what));
       ok_or_throw(builder.Append(value), what);
     }
-  }
+  });
 }
 
 /// The code points of valid UTF-8 `value` (stage_npy_strings checked it) into `out`, at most `width` of
@@ -112,6 +108,27 @@ void put_code_points(std::string_view value, std::int64_t width, char* out) {
 /// whatever its offsets span.
 std::string_view value_at(const arrow::LargeBinaryArray& a, std::int64_t i) { return a.IsNull(i) ? std::string_view() : a.GetView(i); }
 
+/// A column of strings or binary values (of any offset width, views, or a dictionary of them) as
+/// large_binary chunks: one reader for them all.
+struct BinaryChunks {
+  bool text = false;  ///< strings (UTF-8), not binary values
+  arrow::ArrayVector chunks;
+};
+/// Whether the column holds strings (UTF-8), not binary values; a dictionary by its values.
+bool is_text(const ArrowColumn& column) {
+  auto type = column.data->type();
+  if (type->id() == arrow::Type::DICTIONARY) type = static_cast<const arrow::DictionaryType&>(*type).value_type();
+  return dictionary_key_family(*type) == "string";
+}
+
+BinaryChunks binary_chunks(const ArrowColumn& column, const std::string& output) {
+  initialize_arrow_compute();
+  BinaryChunks out{is_text(column), {}};
+  for (const auto& c : column.data->chunks())
+    out.chunks.push_back(value_or_throw(arrow::compute::Cast(*c, arrow::large_binary()), output));
+  return out;
+}
+
 /// Code points of valid UTF-8: its bytes that do not continue a character.
 std::int64_t code_points(std::string_view value) {
   return std::count_if(value.begin(), value.end(), [](char b) { return (static_cast<unsigned char>(b) & 0xC0) != 0x80; });
@@ -121,60 +138,48 @@ std::int64_t code_points(std::string_view value) {
 
 std::int64_t first_null_taken(const ArrowColumn& column, ColumnView rows, const bool* present) {
   if (column.data->null_count() == 0) return -1;
-  std::vector<std::int64_t> starts;
-  std::int64_t n = 0;
-  for (const auto& c : column.data->chunks()) starts.push_back(std::exchange(n, n + c->length()));
+  const arrow::ChunkResolver chunks(column.data->chunks());
   const std::int64_t* row = rows.as<std::int64_t>();
   for (std::int64_t i = 0; i < rows.size; ++i) {
     if (present && !present[i]) continue;
-    const auto k = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), row[i]) - starts.begin() - 1);
-    if (column.data->chunk(static_cast<int>(k))->IsNull(row[i] - starts[k])) return i;
+    const arrow::ChunkLocation at = chunks.Resolve(row[i]);
+    if (column.data->chunk(static_cast<int>(at.chunk_index))->IsNull(at.index_in_chunk)) return i;
   }
   return -1;
 }
 
 void expect_utf8(const ArrowColumn& column, const std::string& output) {
-  auto type = column.data->type();
-  if (type->id() == arrow::Type::DICTIONARY) type = static_cast<const arrow::DictionaryType&>(*type).value_type();
-  if (dictionary_key_family(*type) != "string") return;
-  initialize_arrow_compute();
+  if (!is_text(column)) return;
+  const BinaryChunks values = binary_chunks(column, output);
   arrow::util::InitializeUTF8();  // ValidateUTF8's tables
   std::int64_t row = 0;
-  for (const auto& c : column.data->chunks()) {
-    const auto values = std::static_pointer_cast<arrow::LargeBinaryArray>(
-        value_or_throw(arrow::compute::Cast(*c, arrow::large_binary()), output));
-    for (std::int64_t i = 0; i < values->length(); ++i, ++row)
-      if (!arrow::util::ValidateUTF8(value_at(*values, i)))
+  for (const auto& chunk : values.chunks) {
+    const auto& a = static_cast<const arrow::LargeBinaryArray&>(*chunk);
+    for (std::int64_t i = 0; i < a.length(); ++i, ++row)
+      if (!arrow::util::ValidateUTF8(value_at(a, i)))
         throw InputError(output + ": row " + std::to_string(row) + " of " + column.where +
                          " is not valid UTF-8, which .npy's U columns cannot hold: use --format parquet (or arrow)");
   }
 }
 
 StagedColumnFile stage_npy_strings(const std::filesystem::path& path, const ArrowColumn& column, const std::string& output) {
-  initialize_arrow_compute();
-  auto type = column.data->type();
-  if (type->id() == arrow::Type::DICTIONARY) type = static_cast<const arrow::DictionaryType&>(*type).value_type();
-  const bool unicode = dictionary_key_family(*type) == "string";
-  // Every chunk as large_binary: one reader for strings, binary values and their view and large types.
-  std::vector<std::shared_ptr<arrow::LargeBinaryArray>> chunks;
-  std::vector<std::int64_t> starts;
-  std::int64_t rows = 0, width = 1;  // NumPy's narrowest string is 1 wide, as np.array([''])'s
-  for (const auto& c : column.data->chunks()) {
-    const auto cast = value_or_throw(arrow::compute::Cast(*c, arrow::large_binary()), output);
-    chunks.push_back(std::static_pointer_cast<arrow::LargeBinaryArray>(cast));
-    starts.push_back(rows);
-    for (std::int64_t i = 0; i < cast->length(); ++i, ++rows) {
-      const std::string_view v = value_at(*chunks.back(), i);  // UTF-8: expect_utf8 checked it
-      width = std::max(width, unicode ? code_points(v) : static_cast<std::int64_t>(v.size()));
+  const BinaryChunks values = binary_chunks(column, output);
+  std::int64_t width = 1;  // NumPy's narrowest string is 1 wide, as np.array([''])'s
+  for (const auto& chunk : values.chunks) {
+    const auto& a = static_cast<const arrow::LargeBinaryArray&>(*chunk);
+    for (std::int64_t i = 0; i < a.length(); ++i) {
+      const std::string_view v = value_at(a, i);  // UTF-8: expect_utf8 checked it
+      width = std::max(width, values.text ? code_points(v) : static_cast<std::int64_t>(v.size()));
     }
   }
-  const StringColumnFileInfo shape{unicode, width, rows, 0};
+  const StringColumnFileInfo shape{values.text, width, column.data->length(), 0};
+  const arrow::ChunkResolver resolver(values.chunks);
   return stage_string_column(path, shape, [&](std::int64_t first, std::int64_t n, char* out) {
-    std::size_t k = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() - 1);
+    arrow::ChunkLocation at = resolver.Resolve(first);
     for (std::int64_t row = first; row < first + n; ++row, out += shape.element_bytes()) {
-      while (row - starts[k] >= chunks[k]->length()) ++k;
-      const std::string_view v = value_at(*chunks[k], row - starts[k]);
-      if (unicode) put_code_points(v, shape.width, out);
+      at = resolver.ResolveWithHint(row, at);
+      const std::string_view v = value_at(static_cast<const arrow::LargeBinaryArray&>(*values.chunks[at.chunk_index]), at.index_in_chunk);
+      if (values.text) put_code_points(v, shape.width, out);
       else std::memcpy(out, v.data(), v.size());
     }
   });

@@ -54,11 +54,18 @@ struct StringColumnFileInfo {
 /// malformed or truncated file, or one of a dtype neither takes (big-endian, float16, objects, ...).
 std::optional<StringColumnFileInfo> inspect_string_column_file(const std::filesystem::path& path);
 
-/// Elements [first, first + rows) of such a file (`rows` < 0: to its end) as it holds them (rows ×
-/// element_bytes() bytes, padding included). @throw InputError naming the file when the read fails or the
-/// file changed since `info` was read.
-std::string read_string_column_file(const std::filesystem::path& path, const StringColumnFileInfo& info,
-                                    std::int64_t first = 0, std::int64_t rows = -1);
+/// The elements of such a file as it holds them (size × element_bytes() bytes, padding included).
+/// @throw InputError naming the file when the read fails or the file changed since `info` was read.
+std::string read_string_column_file(const std::filesystem::path& path, const StringColumnFileInfo& info);
+
+/// Visits rows [first, first + rows) of a fixed-width string column at `data` (rows × element_bytes()
+/// bytes as the file holds them).
+using StringRowsVisit = std::function<void(std::int64_t first, std::int64_t rows, const char* data)>;
+
+/// The same elements in pieces of about 64 MiB, in order, each to `visit`: the padded elements of a wide
+/// column may be far larger than its values. @throw InputError as read_string_column_file.
+void read_string_column_pieces(const std::filesystem::path& path, const StringColumnFileInfo& info,
+                               const StringRowsVisit& visit);
 
 /// Reads a whole column file into a new host column (pinned if asked and a CUDA driver is present).
 /// @throw InputError as inspect_column_file, or when the read itself fails.

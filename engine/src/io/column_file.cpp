@@ -153,18 +153,41 @@ std::optional<StringColumnFileInfo> inspect_string_column_file(const fs::path& p
                               layout.data_offset};
 }
 
-std::string read_string_column_file(const fs::path& path, const StringColumnFileInfo& info, std::int64_t first,
-                                    std::int64_t rows) {
-  const auto file = detail::FileHandle::open_read(path);
-  const std::uint64_t bytes = static_cast<std::uint64_t>(info.size) * info.element_bytes();
-  MGJOIN_INPUT_EXPECTS(info.data_offset + bytes == file.size(),
-                       path.string() + ": changed since it was inspected (" + bytes_text(file.size()) + ", expected " +
-                           bytes_text(info.data_offset + bytes) + ")");
-  if (rows < 0) rows = info.size - std::min(first, info.size);
-  MGJOIN_EXPECTS(first >= 0 && first <= info.size && rows <= info.size - first, "read_string_column_file: rows past the end");
-  std::string data(static_cast<std::size_t>(rows) * info.element_bytes(), '\0');
-  file.read_exact(data.data(), data.size(), info.data_offset + static_cast<std::uint64_t>(first) * info.element_bytes());
+namespace {
+
+/// Rows of fixed-width strings in a piece of about 64 MiB, the unit these files are read and written in:
+/// the elements padded to their width may be far larger than the values.
+std::int64_t rows_a_piece(const StringColumnFileInfo& shape) {
+  return std::max<std::int64_t>(1, (std::int64_t{64} << 20) / static_cast<std::int64_t>(shape.element_bytes()));
+}
+
+/// The file of `info`, opened, its size checked against the header read before.
+detail::FileHandle open_string_column(const fs::path& path, const StringColumnFileInfo& info) {
+  auto file = detail::FileHandle::open_read(path);
+  const std::uint64_t bytes = info.data_offset + static_cast<std::uint64_t>(info.size) * info.element_bytes();
+  MGJOIN_INPUT_EXPECTS(bytes == file.size(), path.string() + ": changed since it was inspected (" +
+                                                 bytes_text(file.size()) + ", expected " + bytes_text(bytes) + ")");
+  return file;
+}
+
+}  // namespace
+
+std::string read_string_column_file(const fs::path& path, const StringColumnFileInfo& info) {
+  const auto file = open_string_column(path, info);
+  std::string data(static_cast<std::size_t>(info.size) * info.element_bytes(), '\0');
+  file.read_exact(data.data(), data.size(), info.data_offset);
   return data;
+}
+
+void read_string_column_pieces(const fs::path& path, const StringColumnFileInfo& info, const StringRowsVisit& visit) {
+  const auto file = open_string_column(path, info);
+  std::string piece;
+  for (std::int64_t first = 0; first < info.size; first += rows_a_piece(info)) {
+    const std::int64_t rows = std::min(rows_a_piece(info), info.size - first);
+    piece.resize(static_cast<std::size_t>(rows) * info.element_bytes());
+    file.read_exact(piece.data(), piece.size(), info.data_offset + static_cast<std::uint64_t>(first) * info.element_bytes());
+    visit(first, rows, piece.data());
+  }
 }
 
 // ---------------------------------------------------------------------------------------- writing
@@ -242,11 +265,9 @@ StagedColumnFile stage_string_column(const fs::path& path, const StringColumnFil
   return staged_file(path, [&](const detail::FileHandle& file) {
     const std::string header = detail::format_npy_header(detail::NpyStrings{shape.unicode, shape.width}, shape.size);
     file.write_exact(header.data(), header.size(), 0);
-    // In pieces of about 64 MiB: the elements padded to their width may be far larger than the values.
-    const std::int64_t rows_a_piece = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / static_cast<std::int64_t>(shape.element_bytes()));
     std::vector<char> piece;
-    for (std::int64_t first = 0; first < shape.size; first += rows_a_piece) {
-      const std::int64_t rows = std::min(rows_a_piece, shape.size - first);
+    for (std::int64_t first = 0; first < shape.size; first += rows_a_piece(shape)) {
+      const std::int64_t rows = std::min(rows_a_piece(shape), shape.size - first);
       piece.assign(static_cast<std::size_t>(rows) * shape.element_bytes(), '\0');
       fill(first, rows, piece.data());
       file.write_exact(piece.data(), piece.size(), header.size() + static_cast<std::uint64_t>(first) * shape.element_bytes());
