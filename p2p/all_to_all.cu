@@ -19,7 +19,7 @@ void all_to_all_copy_engines(std::span<const PeerCopy> copies, std::span<const i
     gpu::DeviceGuard guard(devices[c.dst]);
     const cudaStream_t lane = lanes[static_cast<std::size_t>(c.dst) * g + static_cast<std::size_t>(c.src)];
     if (c.src == c.dst) {
-      MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDeviceToDevice, lane));
+      MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDefault, lane));
     } else {
       MGJOIN_CUDA_TRY(cudaMemcpyPeerAsync(c.dst_ptr, devices[c.dst], c.src_ptr, devices[c.src], c.bytes, lane));
     }
@@ -31,7 +31,7 @@ void all_to_all_nccl(std::span<const PeerCopy> copies, const NcclComms& comms, s
   for (const auto& c : copies) {  // local moves first, outside the group
     if (c.bytes == 0 || c.src != c.dst) continue;
     gpu::DeviceGuard guard(devices[c.dst]);
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDeviceToDevice, streams[c.dst]));
+    MGJOIN_CUDA_TRY(cudaMemcpyAsync(c.dst_ptr, c.src_ptr, c.bytes, cudaMemcpyDefault, streams[c.dst]));
   }
   // Sends and receives of one GPU pair match in the order they are posted: both sides walk the same
   // list. The list is posted in groups of at most kNcclCopiesPerGroup copies: one thread launches the

@@ -29,7 +29,7 @@ struct EngineFlags {
         ->capture_default_str();
     cmd.add_option("--gpu-ids", gpu_ids, "explicit GPU ids, e.g. 0,2 (overrides --gpus)")->delimiter(',');
     cmd.add_option("--strategy", strategy,
-                   "data flow: copart (co-partitioned: in core, streamed or bucketed), paper (sort, merge, join) or auto (copart when it fits)")
+                   "data flow: copart (co-partitioned: in core, streamed, in passes or bucketed), paper (sort, merge, join) or auto (copart when it fits)")
         ->capture_default_str();
     cmd.add_option("--payloads", payloads,
                    "co-partitioned materialized joins: late (payloads cross while the output goes out), carry (with "

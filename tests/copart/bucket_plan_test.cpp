@@ -20,52 +20,12 @@
 namespace mgjoin::copart {
 namespace {
 
-using Keys = std::vector<std::uint64_t>;
-
+using test::count_pairs;
 using test::fake_scratch;
-
-RelationView view(Keys& k, Keys* payload = nullptr) {
-  RelationView v{{k.data(), static_cast<std::int64_t>(k.size()), DType::UInt64}, std::nullopt};
-  if (payload) v.payload = MutableColumnView{payload->data(), static_cast<std::int64_t>(payload->size()), DType::UInt64};
-  return v;
-}
-
-Keys uniform(std::mt19937_64& rng, std::size_t n, std::uint64_t hi) {
-  std::uniform_int_distribution<std::uint64_t> dist(0, hi);
-  Keys k(n);
-  for (auto& x : k) x = dist(rng);
-  return k;
-}
-
-/// Rows of each group per side, routed as pass 1 routes them (global row for the hot-key hash).
-std::vector<Keys> route(const PartitionPlan& groups, Side side, const Keys& keys) {
-  std::vector<Keys> out(groups.gpus);
-  for (std::size_t row = 0; row < keys.size(); ++row) {
-    const Destinations d = destinations(groups, side, keys[row], row);
-    for (int i = 0; i < d.count; ++i) out[d.first + i].push_back(keys[row]);
-  }
-  return out;
-}
-
-/// Pairs of equal keys (sorted copies walked together).
-std::uint64_t count_pairs(Keys r, Keys s) {
-  std::sort(r.begin(), r.end());
-  std::sort(s.begin(), s.end());
-  std::uint64_t n = 0;
-  for (std::size_t i = 0, j = 0; i < r.size() && j < s.size();) {
-    if (r[i] != s[j]) {
-      r[i] < s[j] ? ++i : ++j;
-      continue;
-    }
-    std::size_t i2 = i, j2 = j;
-    while (i2 < r.size() && r[i2] == r[i]) ++i2;
-    while (j2 < s.size() && s[j2] == s[j]) ++j2;
-    n += (i2 - i) * (j2 - j);
-    i = i2;
-    j = j2;
-  }
-  return n;
-}
+using test::Keys;
+using test::route;
+using test::uniform;
+using test::view;
 
 /// Every group's real rows stay within its bound, and the groups' joins add up to the join.
 void expect_groups_hold_and_meet_once(const BucketPlan& p, const Keys& r, const Keys& s) {

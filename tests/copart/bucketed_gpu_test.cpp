@@ -18,6 +18,7 @@
 #include <mgjoin/join.hpp>
 
 #include "common/engines.hpp"
+#include "common/env.hpp"
 #include "common/gpu.hpp"
 #include "common/keys.hpp"
 #include "common/reference_join.hpp"
@@ -218,6 +219,7 @@ std::uint64_t bucketing_limit(const Relation& r, const Relation& s, int g, Outpu
 
 TEST(BucketedPlanner, AMemoryLimitHoldingNeitherRelationBuckets) {
   MGJOIN_REQUIRE_GPUS(1);
+  const ScopedEnv no_passes("MGJOIN_COPART_PASSES", "off");  // at g = 2 the bucketed flow, not the passes
   std::mt19937_64 rng(announce_seed());
   struct Case {
     const char* name;
@@ -259,9 +261,8 @@ std::uint64_t hybrid_limit(const Relation& r, const Relation& s, int g, OutputMo
 TEST(BucketedPlanner, GroupsKeptResidentWhereTheMemoryAllows) {
   MGJOIN_REQUIRE_GPUS(1);
   std::mt19937_64 rng(announce_seed());
-  struct Unset {
-    ~Unset() { unsetenv("MGJOIN_BUCKET_RESIDENT"); }
-  } unset;
+  const ScopedEnv no_passes("MGJOIN_COPART_PASSES", "off");  // at g = 2 the bucketed flow, not the passes
+  const ScopedEnv resident("MGJOIN_BUCKET_RESIDENT", nullptr);
   for (const OutputMode output : {OutputMode::Count, OutputMode::Materialize}) {
     // (Materialized, fewer rows would be the paper flow's by the cost model: both tiers keep the sizes.)
     const std::size_t rows = output == OutputMode::Count ? 6'000'000 : 12'000'000;

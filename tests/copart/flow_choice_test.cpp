@@ -47,6 +47,7 @@ KeySample uniform_sample(std::mt19937_64& rng, std::int64_t rows) {
 struct Chooser {
   std::int64_t rows = 8'000'000;
   bool payloads = false;
+  int gpus = 1;
   std::mt19937_64 rng{test::announce_seed()};
   KeySample r_sample = uniform_sample(rng, rows), s_sample = uniform_sample(rng, rows);
   int sampled = 0, paper_planned = 0;
@@ -56,9 +57,9 @@ struct Chooser {
     FlowQuestion q;
     q.request.strategy = strategy;
     q.request.output = output;
-    q.gpus = 1;
+    q.gpus = gpus;
     q.device_bytes = bytes;
-    q.rates = rates_for(nullptr, 1);  // 25 GB/s each way, 40 both ways
+    q.rates = rates_for(nullptr, gpus);  // 25 GB/s a GPU each way, 40 both ways
     q.scratch = test::fake_scratch();
     q.samples = [this] {
       ++sampled;
@@ -165,6 +166,78 @@ TEST(FlowChoice, BucketedWhereNeitherFitsAndHostMemoryHoldsTheBuckets) {
   EXPECT_EQ(c.choose(bad).flow, Flow::CoPartitioned);
   bad.device_bytes = kNeitherFits;
   EXPECT_THROW(c.choose(bad), InputError);
+}
+
+/// PCIe rates of two GPUs together in proportion to `one` GB/s each way and `both` both ways at once,
+/// scaled down a hundredfold: the predictions for these 64 MB relations then lie far above the margin's
+/// 2 ms.
+Rates pcie(double one, double both) {
+  Rates r = rates_for(nullptr, 2);
+  r.h2d = r.d2h = one / 100;
+  r.both_ways = both / 100;
+  r.source = "test rates";
+  return r;
+}
+
+/// A memory where neither relation pair fits in core or streamed but both the bucket plan and the plan in
+/// two passes fit (0: none from 64 MiB to 1 GiB).
+std::uint64_t passes_and_buckets_fit(Chooser& c) {
+  for (std::uint64_t mib = 64; mib <= 1024; mib += 8) {
+    const FlowChoice f = c.choose(c.question(JoinStrategy::Auto, OutputMode::Count, mib << 20));
+    if (!f.plan.fits && f.passes && f.passes->fits && f.passes->count() == 2 && f.buckets && f.buckets->fits) return mib << 20;
+  }
+  return 0;
+}
+
+// Where both fit, the passes read R and S k times, the buckets move them in, out and in again. With
+// links much slower both ways at once than one way each (x4's two GPUs: 107 GB/s one way, 141 both)
+// the passes are predicted faster by more than the margin and taken; on links as fast both ways as each
+// way alone the predictions tie, and the tie keeps the bucketed flow. MGJOIN_COPART_PASSES: off plans no
+// passes, a count takes them whatever the model says. One GPU has no plan in passes; host memory short
+// of the buckets leaves the passes.
+TEST(FlowChoice, PassesOverBucketsOnlyWhenFasterByTheMarginOrAskedFor) {
+  Chooser c{.gpus = 2};
+  const std::uint64_t bytes = passes_and_buckets_fit(c);
+  ASSERT_GT(bytes, 0u) << "no memory limit fits both the passes and the buckets";
+  FlowQuestion slow_both_ways = c.question(JoinStrategy::Auto, OutputMode::Count, bytes);
+  slow_both_ways.rates = pcie(107, 141);
+  const FlowChoice passes = c.choose(slow_both_ways);
+  ASSERT_EQ(passes.flow, Flow::Passes) << passes.reason;
+  EXPECT_EQ(passes.passes->count(), 2) << passes.reason;
+  EXPECT_TRUE(has(passes.reason, "co-partitioned in 2 passes by key range")) << passes.reason;
+  EXPECT_TRUE(has(passes.reason, "; cost model: in passes ")) << passes.reason;
+  EXPECT_TRUE(has(passes.reason, "cost model (test rates): ")) << "weighed against the paper flow too: " << passes.reason;
+  FlowQuestion duplex = c.question(JoinStrategy::Auto, OutputMode::Count, bytes);
+  duplex.rates = pcie(50, 100);
+  const FlowChoice tie = c.choose(duplex);
+  EXPECT_EQ(tie.flow, Flow::Bucketed) << tie.reason;
+  EXPECT_TRUE(has(tie.reason, "co-partitioned, bucketed")) << tie.reason;
+  // Asked for by count, over the model; off, not even planned.
+  duplex.request.passes = "2";
+  EXPECT_EQ(c.choose(duplex).flow, Flow::Passes);
+  duplex.request.passes = "3";  // (reading R and S three times, slower than the paper flow: asked for)
+  duplex.request.strategy = JoinStrategy::CoPartitioned;
+  const FlowChoice three = c.choose(duplex);
+  ASSERT_EQ(three.flow, Flow::Passes) << three.reason;
+  EXPECT_EQ(three.passes->count(), 3);
+  duplex.request.strategy = JoinStrategy::Auto;
+  slow_both_ways.request.passes = "off";
+  const FlowChoice off = c.choose(slow_both_ways);
+  EXPECT_EQ(off.flow, Flow::Bucketed) << off.reason;
+  EXPECT_FALSE(off.passes.has_value());
+  slow_both_ways.request.passes = "all";
+  EXPECT_THROW(c.choose(slow_both_ways), InputError);
+  // Host memory short of the buckets: the passes need none beside the output.
+  duplex.request.passes.reset();
+  c.host_short = "the bucketed flow's pinned buckets need 1 GiB";
+  const FlowChoice short_of = c.choose(duplex);
+  EXPECT_EQ(short_of.flow, Flow::Passes) << short_of.reason;
+  EXPECT_TRUE(has(short_of.reason, "; not bucketed: the bucketed flow's pinned buckets need 1 GiB")) << short_of.reason;
+  // One GPU: no plan in passes (its reason is not even made).
+  Chooser one;
+  const FlowChoice bucketed = one.choose(one.question(JoinStrategy::Auto, OutputMode::Count, kNeitherFits));
+  EXPECT_EQ(bucketed.flow, Flow::Bucketed);
+  EXPECT_FALSE(bucketed.passes.has_value());
 }
 
 // Bucketed, counting: the buckets move the keys in, out and in again, as the paper flow's sort and join

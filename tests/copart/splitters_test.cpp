@@ -19,32 +19,11 @@
 namespace mgjoin::copart {
 namespace {
 
-using Keys = std::vector<std::uint64_t>;
+using test::count_pairs;
+using test::Keys;
+using test::route;
 
 ColumnView view_of(const Keys& k) { return {k.data(), static_cast<std::int64_t>(k.size()), DType::UInt64}; }
-
-/// Where every row of a relation goes: per GPU, the keys it receives (replicas included).
-std::vector<Keys> route(const PartitionPlan& plan, Side side, const Keys& keys) {
-  std::vector<Keys> out(plan.gpus);
-  for (std::size_t row = 0; row < keys.size(); ++row) {
-    const Destinations d = destinations(plan, side, keys[row], row);
-    EXPECT_GE(d.first, 0);
-    EXPECT_LE(d.first + d.count, plan.gpus);
-    for (int i = 0; i < d.count; ++i) out[d.first + i].push_back(keys[row]);
-  }
-  return out;
-}
-
-std::uint64_t count_pairs(const Keys& r, const Keys& s) {
-  std::map<std::uint64_t, std::uint64_t> in_r;
-  for (const auto k : r) ++in_r[k];
-  std::uint64_t n = 0;
-  for (const auto k : s) {
-    const auto it = in_r.find(k);
-    if (it != in_r.end()) n += it->second;
-  }
-  return n;
-}
 
 struct Routed {
   PartitionPlan plan;

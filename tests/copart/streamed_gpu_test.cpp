@@ -82,15 +82,7 @@ class StreamedFlow : public ::testing::Test {
 
 TEST_F(StreamedFlow, RandomKeysEitherSideResident) {
   std::mt19937_64 rng(announce_seed());
-  // Few distinct keys: every probe row matches several resident rows, across runs and rounds. Quick: the
-  // streamed side of 100'003 rows still takes 2 rounds or more of every shape's chunks at g = 2 (of 50'000
-  // rows: 2; of 4096: 13), so round after round still lands in alternating landings.
-  const auto small = uniform_keys<std::int64_t>(rng, 30'001, -40'000, 40'000);
-  const auto large = uniform_keys<std::int64_t>(rng, per_tier<std::size_t>(100'003, 200'003), -40'000, 40'000);
-  check_streamed(relation_of(small, 8, 0), relation_of(large, 8, 1u << 30), "R resident");
-  check_streamed(relation_of(large, 8, 0), relation_of(small, 8, 1u << 30), "S resident");
-  const auto r32 = uniform_keys<std::uint32_t>(rng, 10'007, 0, 5'000), s32 = uniform_keys<std::uint32_t>(rng, 70'001, 0, 6'000);
-  check_streamed(relation_of(r32, 0, 0), relation_of(s32, 8, 1u << 30), "4-byte keys, R without payload");
+  for (const FlowInput& in : random_inputs(rng)) check_streamed(in.r, in.s, in.name);
 }
 
 TEST_F(StreamedFlow, AdversarialInputs) {

@@ -334,10 +334,13 @@ class Engines {
   std::uint64_t default_limit_;
 };
 
-/// The flow that ran a join, from its result: cpu, paper, or co-partitioned in core, streamed or bucketed.
+/// The flow that ran a join, from its result: cpu, paper, or co-partitioned in core, streamed, in passes
+/// or bucketed.
 std::string flow_of(const JoinResult& res, int gpus) {
   if (gpus == 0) return "cpu";
   if (res.strategy == JoinStrategy::Paper) return "paper";
+  // (A pass's own plan names its variant, and the weighing against the buckets names them: first.)
+  if (res.strategy_reason.find("passes by key range") != std::string::npos) return "in passes";
   for (const char* variant : {"bucketed", "streamed"})
     if (res.strategy_reason.find(variant) != std::string::npos) return variant;
   return "in core";

@@ -1,4 +1,5 @@
 // The tuning file: round trip, another machine's file, bad files, the default path; make_tuning.
+#include "common/env.hpp"
 #include "fixtures.hpp"
 
 #include "topology/tune.hpp"
@@ -20,6 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::load_fixture;
+using test::ScopedEnv;
 using Set = std::vector<int>;
 
 // A fresh folder per test, removed afterwards.
@@ -184,19 +186,6 @@ TEST(TuningFile, BrokenFilesNameThePath) {
   j["best"][1]["gpus"] = Set{0, 1, 2};
   expect_input_error(j.dump());
 }
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~ScopedEnv() { old_.empty() ? unsetenv(name_) : setenv(name_, old_.c_str(), 1); }
-
- private:
-  const char* name_;
-  std::string old_;
-};
 
 TEST(TuningFile, DefaultPathRespectsXdgCacheHome) {
   {

@@ -9,6 +9,7 @@
 #include "engine/src/exec/labels.hpp"
 #include "engine/src/flows/copart/bucketed.hpp"
 #include "engine/src/flows/copart/copart_flow.hpp"
+#include "engine/src/flows/copart/passes.hpp"
 #include "engine/src/flows/paper/paper_flow.hpp"
 #include "engine/src/plan/flow_choice.hpp"
 #include "engine/src/plan/join_request.hpp"
@@ -80,20 +81,26 @@ class JoinRun {
     return q;
   }
 
-  /// The co-partitioned flow on the engine's GPUs and stacks: in core or streamed, or bucketed. Its pinned
-  /// staging comes from the range stacks (grown once when a plan needs more).
+  /// The co-partitioned flow on the engine's GPUs and stacks: in core or streamed, in passes, or bucketed.
+  /// Its pinned staging comes from the range stacks (grown once when a plan needs more).
   JoinResult run_copart(const RelationView& r, const RelationView& s, const FlowChoice& choice) {
     report()("co-partitioned join", 0);
     const copart::BucketPlan* buckets = choice.flow == Flow::Bucketed ? &*choice.buckets : nullptr;
+    const copart::PassPlan* passes = choice.flow == Flow::Passes ? &*choice.passes : nullptr;
     JoinResult result;
     result.strategy = JoinStrategy::CoPartitioned;
     result.strategy_reason = choice.reason;
-    result.executor = "GPUs " + exec::gpu_list(e_.devices()) + " (co-partitioned, " + (buckets ? "bucketed, " : "") +
+    const std::string variant = buckets ? "bucketed, " : passes ? "in " + std::to_string(passes->count()) + " passes, " : "";
+    result.executor = "GPUs " + exec::gpu_list(e_.devices()) + " (co-partitioned, " + variant +
                       exec::exchange_label(request_.exchange) + " exchange)";
-    const std::uint64_t pinned = buckets ? buckets->pinned_bytes : copart::pinned_bytes_needed(choice.plan, request_.output);
+    const std::uint64_t pinned = buckets  ? buckets->pinned_bytes
+                                 : passes ? passes->pinned_bytes
+                                          : copart::pinned_bytes_needed(choice.plan, request_.output);
     const copart::CopartContext context = e_.copart_context(request_.exchange, pinned);
     if (buckets)
       copart::run_bucketed(r, s, *buckets, request_.output, request_.payloads, context, result);
+    else if (passes)
+      copart::run_passes(r, s, *passes, request_.output, context, result);
     else
       copart::run_copart(r, s, choice.plan, request_.output, context, result);
     result.peak_host_bytes = e_.range_bytes() + (buckets ? buckets->host_bytes : 0) + result.key.bytes() +

@@ -127,37 +127,6 @@ std::vector<double> resident_shares(const Residency& residency, const BucketPlan
   return shares;
 }
 
-}  // namespace
-
-KeySample group_sample(const KeySample& sample, Side side, const PartitionPlan& groups, int q, std::int64_t rows) {
-  KeySample out;
-  out.rows = rows;
-  for (std::size_t i = 0; i < sample.keys.size();) {
-    const std::uint64_t key = sample.keys[i];
-    std::size_t end = i;
-    while (end < sample.keys.size() && sample.keys[end] == key) ++end;
-    const Destinations d = destinations(groups, side, key, 0);
-    const HotKey* hot = nullptr;
-    for (int h = 0; h < groups.hot_count; ++h)
-      if (groups.hot[h].key == key && groups.hot[h].split_side == side) hot = &groups.hot[h];
-    for (std::size_t j = i; j < end; ++j) {
-      bool here = q >= d.first && q < d.first + d.count;
-      if (hot) {
-        // The j-th of c copies of a split key stands for the share of the hash at (j + 1/2) / c.
-        const auto u = static_cast<std::uint32_t>((static_cast<double>(j - i) + 0.5) / static_cast<double>(end - i) * kShareUnits);
-        int k = 0;
-        while (k < hot->span - 1 && u >= hot->cut[k]) ++k;
-        here = hot->first + k == q;
-      }
-      if (here) out.keys.push_back(key);
-    }
-    i = end;
-  }
-  return out;
-}
-
-namespace {
-
 /// What plan_buckets() learns on its way to a plan's shape: the tightest group's plan, and of the
 /// resident groups the pinned staging their joins take and why they do not fit.
 struct Shaping {

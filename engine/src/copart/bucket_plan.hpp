@@ -97,8 +97,4 @@ BucketPlan plan_buckets(const KeySample& r_sample, const KeySample& s_sample, co
 /// Whether pass 2 may hold two groups at once with this exchange between `gpus` GPUs.
 inline bool overlap_possible(Exchange exchange, int gpus) { return exchange != Exchange::Nccl || gpus == 1; }
 
-/// The part of a sorted sample that falls in group q of `groups`, standing for `rows` rows: the keys
-/// whose tuples go to q; a hot key's split-side keys in proportion to q's share of it.
-KeySample group_sample(const KeySample& sample, Side side, const PartitionPlan& groups, int q, std::int64_t rows);
-
 }  // namespace mgjoin::copart

@@ -44,9 +44,10 @@ std::uint64_t landed_rows(const CopartPlan& p, int side, std::int64_t n, int gpu
   return rounds * u64(p.chunk_rows) * p.sizes.max_copies[side];
 }
 
-/// Several GPUs: the in-core and streamed flows' chunk slots.
-std::uint64_t slot_bytes(const CopartPlan& p, int gpus, const ScratchSizes& scratch) {
-  return two_slots_bytes(p.chunk_rows, p.r, p.s, p.sizes.max_copies, gpus, scratch);
+/// Several GPUs: the in-core and streamed flows' chunk slots, partitioned over the plan's destinations
+/// (its GPUs, and a pass's spill).
+std::uint64_t slot_bytes(const CopartPlan& p, const ScratchSizes& scratch) {
+  return two_slots_bytes(p.chunk_rows, p.r, p.s, p.sizes.max_copies, p.partitions.gpus, scratch);
 }
 
 /// Materialize: match arrays and their scan for `ny` probe rows.
@@ -77,7 +78,7 @@ GpuBudget budget_for(const CopartPlan& p, int d, int gpus, OutputMode output, co
   }
   b.transfer = sort;
   if (gpus > 1) {
-    const std::uint64_t slots = slot_bytes(p, gpus, scratch);
+    const std::uint64_t slots = slot_bytes(p, scratch);
     if (p.late) {
       // The payloads cross after the sorts, through the same slots: they stay, with each chunk's gather map.
       b.held = slots;
@@ -101,7 +102,7 @@ GpuBudget streamed_budget_for(const CopartPlan& p, int d, int gpus, OutputMode o
   const std::uint64_t run_rows = (rows_x + p.resident_runs - 1) / p.resident_runs;
   b.partitions = rows_x * width(*w[x]) + kSlackBytes;
   b.transfer = run_rows * width(*w[x]) + scratch.sort(static_cast<std::int64_t>(run_rows), w[x]->key_bytes, w[x]->payload_bytes);
-  if (gpus > 1) b.held = slot_bytes(p, gpus, scratch);
+  if (gpus > 1) b.held = slot_bytes(p, scratch);
   // kLandings landings (the next rounds arriving while one is joined), the sort's second buffer and
   // scratch; two sets of match arrays (a round's windows are written from one while the next round
   // joins into the other).
@@ -251,6 +252,13 @@ void force_streamed(CopartPlan& plan, const RelationView& r, const RelationView&
   const int tightest = shape_streamed(plan, chunk_rows, runs, n, output, scratch, beside_sort);
   plan.reason = std::string(plan.fits ? "co-partitioned, streamed (forced): " : "not streamed (forced): ") +
                 budget_text(plan.budget[tightest], tightest, plan.partitions.gpus, plan.device_bytes, true);
+}
+
+void resize_buffers(CopartPlan& plan, const RelationView& r, const RelationView& s, OutputMode output,
+                    const ScratchSizes& scratch) {
+  const std::int64_t n[2] = {r.size(), s.size()};
+  const int tightest = size_buffers(plan, static_cast<int>(plan.budget.size()), n, output, scratch);
+  plan.fits = plan.budget[tightest].peak() <= plan.device_bytes;
 }
 
 std::uint64_t pinned_bytes_needed(const CopartPlan& plan, OutputMode output) {

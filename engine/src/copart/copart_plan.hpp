@@ -99,6 +99,11 @@ CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, con
 void force_streamed(CopartPlan& plan, const RelationView& r, const RelationView& s, std::int64_t chunk_rows, int runs,
                     OutputMode output, const ScratchSizes& scratch, bool beside_sort = false);
 
+/// Sizes a plan's buffers again for its shape (in core, or streamed in its chunks and runs) after its
+/// partitions changed (a pass's spill destination), and whether it still fits; the reason is left as it was.
+void resize_buffers(CopartPlan& plan, const RelationView& r, const RelationView& s, OutputMode output,
+                    const ScratchSizes& scratch);
+
 /// The real partition sizes outgrew the plan's bounds (the sample misled): nothing was output, the
 /// caller may run another flow.
 class PlanMissed : public Error {

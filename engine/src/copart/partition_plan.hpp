@@ -40,6 +40,12 @@ struct PartitionPlan {
   std::uint64_t upper[kMaxGpus] = {};
   int hot_count = 0;
   HotKey hot[kMaxHotKeys] = {};
+  /// The keys this plan takes, [lowest, highest] (ordered form): a pass of the flow in passes
+  /// (pass_plan.hpp) takes one key range, and a tuple with a key outside it goes nowhere, but for a
+  /// tuple of `spill_side` above `highest`, which goes to the last destination (gpus - 1: the first
+  /// pass's spill of the resident side to the host, for the passes after it).
+  std::uint64_t lowest = 0, highest = ~std::uint64_t{0};
+  int spill_side = -1;  ///< Side as int; -1: none
 };
 
 /// A contiguous run of destination GPUs [first, first + count).
@@ -64,8 +70,11 @@ MGJOIN_HD int range_owner(const PartitionPlan& plan, std::uint64_t key) {
   return d;
 }
 
-/// Where a tuple of `side` with `key` and global row `row` goes.
+/// Where a tuple of `side` with `key` and global row `row` goes (nowhere, count 0, outside the plan's
+/// key range).
 MGJOIN_HD Destinations destinations(const PartitionPlan& plan, Side side, std::uint64_t key, std::uint64_t row) {
+  if (key < plan.lowest || key > plan.highest)
+    return key > plan.highest && static_cast<int>(side) == plan.spill_side ? Destinations{plan.gpus - 1, 1} : Destinations{0, 0};
   for (int h = 0; h < plan.hot_count; ++h) {
     const HotKey& hot = plan.hot[h];
     if (hot.key != key) continue;

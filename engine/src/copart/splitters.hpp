@@ -61,6 +61,10 @@ struct PartitionSizes {
 
 PartitionSizes estimate_sizes(const PartitionPlan& plan, const KeySample& r, const KeySample& s);
 
+/// The part of a sorted sample that falls in group q of `groups` (bucket groups, or the passes' ranges), standing for `rows` rows: the keys
+/// whose tuples go to q; a hot key's split-side keys in proportion to q's share of it.
+KeySample group_sample(const KeySample& sample, Side side, const PartitionPlan& groups, int q, std::int64_t rows);
+
 /// What a one-GPU plan needs of a relation of `rows` rows: no keys (one GPU takes every row, and
 /// estimate_sizes counts them exactly), so that rows already on a GPU need not be sampled.
 inline KeySample one_gpu_sample(std::int64_t rows) { return {{}, rows}; }

@@ -19,6 +19,12 @@ double host_rate(double measured, double fallback, bool& defaulted) {
   return fallback;
 }
 
+/// Whether `challenger` is faster than `incumbent` by more than the margin (kPaperMarginShare of the
+/// incumbent, at least kPaperMarginSeconds).
+bool faster_beyond_margin(double incumbent, double challenger) {
+  return challenger + std::max(kPaperMarginShare * incumbent, kPaperMarginSeconds) < incumbent;
+}
+
 }  // namespace
 
 Rates rates_for(const topology::MeasuredBandwidths* m, int g) {
@@ -60,14 +66,16 @@ FlowTraffic copart_traffic(std::uint64_t moved, std::uint64_t bucket_bytes) {
   return {moved, bucket_bytes, bucket_bytes, 0, 0};
 }
 
+FlowTraffic passes_traffic(std::uint64_t in, std::uint64_t spilled) { return {in, spilled, 0, 0, 0}; }
+
 FlowTraffic paper_traffic(const RelationView& r, const RelationView& s, const sort::SortPlan& plan) {
   const std::uint64_t tuples = moved_bytes(r, true) + moved_bytes(s, true);
   const std::uint64_t merged = (plan.k_r > 1 ? moved_bytes(r, true) : 0) + (plan.k_s > 1 ? moved_bytes(s, true) : 0);
   return {tuples, tuples, r.key.bytes() + s.key.bytes(), merged, merged};
 }
 
-bool paper_predicted_faster(double copart, double paper) {
-  return paper + std::max(kPaperMarginShare * copart, kPaperMarginSeconds) < copart;
-}
+bool paper_predicted_faster(double copart, double paper) { return faster_beyond_margin(copart, paper); }
+
+bool passes_predicted_faster(double bucketed, double passes) { return faster_beyond_margin(bucketed, passes); }
 
 }  // namespace mgjoin::detail

@@ -58,6 +58,10 @@ std::uint64_t moved_bytes(const RelationView& rel, bool payloads);
 /// back in).
 FlowTraffic copart_traffic(std::uint64_t moved, std::uint64_t bucket_bytes);
 
+/// The co-partitioned flow in passes: `in` bytes over all passes, `spilled` out to the host while they come
+/// in (copart::pass_bytes() counts both).
+FlowTraffic passes_traffic(std::uint64_t in, std::uint64_t spilled);
+
 /// The paper flow: whole tuples in for the sort and out sorted, relations of several chunksets merged
 /// on the CPU into buffers and copied back, keys in again for the join.
 FlowTraffic paper_traffic(const RelationView& r, const RelationView& s, const sort::SortPlan& plan);
@@ -74,5 +78,12 @@ inline constexpr double kPaperMarginSeconds = 0.002;
 /// Whether the paper flow, predicted to take `paper` seconds, is chosen over the co-partitioned flow
 /// predicted at `copart` seconds: only when faster by more than the margin above.
 bool paper_predicted_faster(double copart, double paper);
+
+/// Whether the flow in passes, predicted at `passes` seconds, is chosen over the bucketed flow predicted
+/// at `bucketed`: only when faster by more than the same margin. The model leaves out the GPU work each
+/// pass repeats (partitioning both relations, sorting its share) and pass 2's sorts of the bucketed
+/// flow, so closer predictions cannot tell them apart; within the margin the bucketed flow, measured on
+/// more machines, is kept.
+bool passes_predicted_faster(double bucketed, double passes);
 
 }  // namespace mgjoin::detail

@@ -4,13 +4,17 @@
 // (the key samples, the paper flow's plan, the host memory check), so that CI tests every choice.
 //
 //   strategy paper, or ranges output, or the tuning file timed the paper flow faster ─► paper
-//   otherwise: the co-partitioned plan (in core or streamed), else the bucket plan (not with late
-//   payloads); Auto keeps it unless the paper flow is predicted faster by the margin, or host memory
-//   cannot hold the buckets ─► co-partitioned / bucketed, else paper (CoPartitioned: refused instead)
+//   otherwise: the co-partitioned plan (in core or streamed), else (not with late payloads) the plan in
+//   passes (two GPUs or more) and the bucket plan, the passes taken where they fit and are predicted
+//   faster by the margin (or MGJOIN_COPART_PASSES asks for them) and host memory holding the buckets
+//   otherwise; Auto keeps the co-partitioned choice unless the paper flow is predicted faster by the
+//   margin, or host memory cannot hold the buckets ─► co-partitioned / in passes / bucketed, else paper
+//   (CoPartitioned: refused instead)
 // When a co-partitioned run fails before any output (a plan missed, or Auto's bucketed output outgrew
 // host memory), the paper flow takes over from the untouched inputs: paper_after().
 #include "engine/src/copart/bucket_plan.hpp"
 #include "engine/src/copart/copart_plan.hpp"
+#include "engine/src/copart/pass_plan.hpp"
 #include "engine/src/plan/cost_model.hpp"
 #include "engine/src/plan/join_request.hpp"
 #include "engine/src/sort/planner.hpp"
@@ -25,13 +29,15 @@
 
 namespace mgjoin::detail {
 
-enum class Flow { Paper, CoPartitioned, Bucketed };
+enum class Flow { Paper, CoPartitioned, Passes, Bucketed };
 
 struct FlowChoice {
   Flow flow = Flow::Paper;
   bool planned = false;           ///< the co-partitioned plans were made
   copart::CopartPlan plan;        ///< in core or streamed (CoPartitioned; plan.fits)
-  std::optional<copart::BucketPlan> buckets;  ///< made where `plan` does not fit (Bucketed)
+  std::optional<copart::PassPlan> passes;     ///< made where `plan` does not fit, on 2 GPUs or more (Passes)
+  /// Made where `plan` does not fit, unless the passes fit and beat any bucket plan (Bucketed).
+  std::optional<copart::BucketPlan> buckets;
   std::string reason;             ///< one line: JoinResult::strategy_reason
   double plan_seconds = 0;        ///< from the join's start until the plan was chosen (planned)
 };
@@ -56,7 +62,8 @@ struct FlowQuestion {
 
 /// Chooses the flow for R and S.
 /// @throw InputError when the co-partitioned flow is asked for and cannot run (ranges output, or R
-///        and S do not fit), or MGJOIN_BUCKET_RESIDENT is bad where a bucket plan is made.
+///        and S do not fit), or MGJOIN_BUCKET_RESIDENT or MGJOIN_COPART_PASSES is bad where a bucket
+///        plan is made.
 FlowChoice choose_flow(const RelationView& r, const RelationView& s, const FlowQuestion& q);
 
 /// Why the paper flow takes over from a co-partitioned run that failed before any output (`failure`,

@@ -13,6 +13,7 @@ JoinRequest unpack_join(const JoinSettings& options) {
   r.sort = options.sort;
   r.keep_inputs = options.keep_inputs;
   if (const char* resident = std::getenv("MGJOIN_BUCKET_RESIDENT")) r.bucket_resident = resident;
+  if (const char* passes = std::getenv("MGJOIN_COPART_PASSES")) r.passes = passes;
   return r;
 }
 

@@ -19,6 +19,9 @@ struct JoinRequest {
   /// MGJOIN_BUCKET_RESIDENT's text (nullopt: unset); copart::parse_residency() reads it where a bucket
   /// plan is made, so that a bad value is refused only by a join that would bucket.
   std::optional<std::string> bucket_resident;
+  /// MGJOIN_COPART_PASSES's text (nullopt: unset); copart::parse_passes() reads it where the flow in
+  /// passes is planned.
+  std::optional<std::string> passes;
 };
 
 /// The request of `options`, with the environment read now.

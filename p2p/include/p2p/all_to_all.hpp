@@ -17,6 +17,8 @@ class NcclComms;
 
 /// `bytes` from `src_ptr` on chunkset GPU `src` to `dst_ptr` on chunkset GPU `dst` (indices into the
 /// device and stream spans).
+/// One copy between GPUs (indices into the devices); a copy from a GPU to itself may also go to pinned
+/// host memory (a pass's spill: copies are issued with cudaMemcpyDefault, the pointers say the direction).
 struct PeerCopy {
   int src = 0, dst = 0;
   const void* src_ptr = nullptr;

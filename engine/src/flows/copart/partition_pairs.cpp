@@ -20,7 +20,8 @@ PartitionPairs::PartitionPairs(const RelationView& r, const RelationView& s, con
     : rel_{r, s}, plan_(plan), ctx_(ctx), g_(static_cast<int>(ctx.devices.size())),
       key_xor_(exec::ordered_key_xor(r.key.type)), lanes_(lanes), runs_(runs), router_(lanes, /*wait_input_on_device=*/true),
       exchange_(lanes, ctx.devices, ctx.exchange, ctx.comms) {
-  MGJOIN_EXPECTS(g_ == plan.partitions.gpus, "the plan was made for another GPU count");
+  MGJOIN_EXPECTS(g_ + (plan.partitions.spill_side >= 0 ? 1 : 0) == plan.partitions.gpus,
+                 "the plan was made for another GPU count");
   gpus_.resize(g_);
   for (int d = 0; d < g_; ++d) {
     PairGpu& gpu = gpus_[d];
@@ -66,7 +67,7 @@ void PartitionPairs::take_maps() {
 void PartitionPairs::take_slots() {
   for (int d = 0; d < g_; ++d)
     router_.make_slots(d, *gpus_[d].memory, *gpus_[d].pinned, plan_.chunk_rows, plan_.r, plan_.s, plan_.sizes.max_copies,
-                       g_, ctx_.devices);
+                       plan_.partitions.gpus, ctx_.devices);
 }
 
 void PartitionPairs::take_sort_buffers(std::array<bool, 2> sides) {
@@ -191,8 +192,36 @@ void PartitionPairs::exchange(int b, Side side, std::size_t t, const Destination
       p.rows += rows;
       if (j != d) bytes_nvlink_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
     }
+    if (plan_.partitions.gpus > g_) spill(j, slot, seg, side, copies);
   });
   exchange_.send(router_.slots(b), copies);
+}
+
+// The spill segment's keys go back to the input's form on the slot's partition stream (part_done
+// recorded again after them, which the copies out wait for), then out with the GPU's own segments: a
+// copy from GPU j to itself whose destination is pinned host memory.
+void PartitionPairs::spill(int j, exec::ChunkSlot& slot, const std::uint64_t* seg, Side side,
+                           std::vector<p2p::PeerCopy>& copies) {
+  const auto rows = static_cast<std::int64_t>(seg[g_ + 1] - seg[g_]);
+  SpillRows* to = ctx_.spill;
+  if (rows == 0 || !to) return;  // no sink: the passes after read X whole
+  if (to->rows + rows > to->capacity)
+    throw PlanMissed(std::string("the spill of ") + (side == Side::R ? "R" : "S") + " outgrew the " +
+                     std::to_string(to->capacity) + " rows its sample planned");
+  const Widths w = key_pass_widths(side);
+  std::byte* keys = row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[g_]), w.key_bytes);
+  if (key_xor_) {
+    const exec::Lane& lane = lanes_[j];
+    gpu::DeviceGuard guard(lane.device);
+    exec::flip_keys(w.key_bytes, keys, rows, key_xor_, lane.part, exec::kCopartFlipBlocks);
+    slot.part_done.record(lane.part);
+  }
+  copies.push_back({j, j, keys, row_at(to->keys, to->rows, w.key_bytes), static_cast<std::size_t>(rows) * w.key_bytes});
+  if (w.payload_bytes)
+    copies.push_back({j, j, row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[g_]), w.payload_bytes),
+                      row_at(to->payload, to->rows, w.payload_bytes), static_cast<std::size_t>(rows) * w.payload_bytes});
+  to->rows += rows;
+  bytes_spilled_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
 }
 
 void PartitionPairs::wait_inbound(int d, cudaStream_t waiter, bool with_h2d) {

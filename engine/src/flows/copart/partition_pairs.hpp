@@ -175,6 +175,8 @@ class PartitionPairs {
   /// The key pass's rounds of `side` (g > 1), as late payloads replay them.
   const std::vector<Round>& rounds(Side side) const { return rounds_[static_cast<int>(side)]; }
   std::uint64_t bytes_pcie_in() const { return bytes_in_; }
+  /// Bytes of a pass's spill sent to the host (PCIe out).
+  std::uint64_t bytes_spilled() const { return bytes_spilled_; }
   std::uint64_t bytes_nvlink() const { return bytes_nvlink_; }
   void add_bytes(std::uint64_t pcie_in, std::uint64_t nvlink) {
     bytes_in_ += pcie_in;
@@ -185,6 +187,9 @@ class PartitionPairs {
   void transfer_whole(Side side);
   void transfer_rounds(Side side);
   void start_chunk(int j, int b, Side side, std::int64_t first, std::int64_t rows);
+  /// The spill segment of GPU j's slot (past the GPUs' segments) into the context's spill rows.
+  /// @throw PlanMissed when they would outgrow its capacity.
+  void spill(int j, exec::ChunkSlot& slot, const std::uint64_t* seg, Side side, std::vector<p2p::PeerCopy>& copies);
   /// One GPU: the work stream waits for run i of `side` to cross, then flips its keys.
   void wait_run(int d, Side side, int i, const SortedRows& run);
   /// Counting on arrival: joins a run of S, just sorted, with every run of R.
@@ -202,7 +207,7 @@ class PartitionPairs {
   exec::PeerExchange exchange_;
   std::array<bool, 2> sorts_issued_{};
   std::array<std::vector<Round>, 2> rounds_;  ///< the key pass, per side (g > 1)
-  std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0;
+  std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0, bytes_spilled_ = 0;
 };
 
 }  // namespace mgjoin::copart

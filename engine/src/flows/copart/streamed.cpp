@@ -72,7 +72,7 @@ void StreamedJoin::run(OutputColumns* out, const OutputInto& into, JoinResult& r
     result.count = out->rows() - rows_before;
     bytes_out = result.count * output_row_bytes(plan_.r, plan_.s);
   }
-  result.phases.push_back({"copart.resident", resident, resident_in, resident_nvlink});
+  result.phases.push_back({"copart.resident", resident, resident_in + pairs_.bytes_spilled(), resident_nvlink});
   result.phases.push_back({"copart.stream", seconds_since(t1), pairs_.bytes_pcie_in() - resident_in + bytes_out,
                            pairs_.bytes_nvlink() - resident_nvlink});
 }
