@@ -169,7 +169,8 @@ TEST(PlanPasses, MaterializedPassesCarryPayloadsAndTakeTheirPinnedStaging) {
 }
 
 // Keys on the ranges' bounds, many rows each: a key equal to a range's last key belongs to that pass
-// alone, however many rows it has on either side; the signed extremes (the ordered form's ends) too.
+// alone, however many rows it has on either side; the ordered form's ends (0 and 2^64 - 1) too; in core
+// and streamed with the first pass's spill.
 TEST(PlanPasses, DuplicatesOnTheBoundsAndTheExtremesMeetInOnePass) {
   std::mt19937_64 rng(test::announce_seed());
   Keys r, s;
@@ -182,10 +183,21 @@ TEST(PlanPasses, DuplicatesOnTheBoundsAndTheExtremesMeetInOnePass) {
     s.push_back(kHighest);
     s.push_back(kHighest - 1);
   }
+  const KeySample rs = sample_keys(view(r).key, kSampleRows, 3), ss = sample_keys(view(s).key, kSampleRows, 4);
   for (const int passes : {2, 3, 4}) {
-    const PassPlan p = plan_for(r, s, 2, 4ull << 30, passes);
+    PassPlan p = plan_for(r, s, 2, 4ull << 30, passes);
     ASSERT_EQ(p.count(), passes) << p.reason;
     expect_passes_cover_and_meet_once(p, r, s);
+    // The same passes streamed, the first spilling R's rows above its range (at 4 GiB they ran in core).
+    for (CopartPlan& pass : p.passes) force_streamed(pass, view(r), view(s), 1 << 16, 2, OutputMode::Count, fake_scratch());
+    spill_first_pass(p, rs, ss, view(r), view(s), OutputMode::Count, fake_scratch());
+    ASSERT_GT(p.spill_rows, 0) << p.reason;
+    EXPECT_EQ(p.spill_side, Side::R);
+    expect_passes_cover_and_meet_once(p, r, s);
+    // Once only: a second spill would count its destination as a GPU.
+    const int destinations = p.passes.front().partitions.gpus;
+    spill_first_pass(p, rs, ss, view(r), view(s), OutputMode::Count, fake_scratch());
+    EXPECT_EQ(p.passes.front().partitions.gpus, destinations);
   }
 }
 

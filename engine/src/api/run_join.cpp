@@ -103,7 +103,8 @@ class JoinRun {
       copart::run_passes(r, s, *passes, request_.output, context, result);
     else
       copart::run_copart(r, s, choice.plan, request_.output, context, result);
-    result.peak_host_bytes = e_.range_bytes() + (buckets ? buckets->host_bytes : 0) + result.key.bytes() +
+    result.peak_host_bytes = e_.range_bytes() + (buckets ? buckets->host_bytes : 0) + (passes ? passes->spill_bytes : 0) +
+                             result.key.bytes() +
                              result.r_payload.bytes() + result.s_payload.bytes();
     result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", choice.plan_seconds, 0, 0});
     report()("done", 1);

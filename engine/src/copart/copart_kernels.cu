@@ -85,7 +85,8 @@ __global__ void __launch_bounds__(kPartitionThreads)
   if (threadIdx.x < plan.gpus) counts[threadIdx.x * gridDim.x + blockIdx.x] = per_gpu[threadIdx.x];
 }
 
-/// Scatters each tuple to its destinations' segments. Lanes of a warp going to the same GPU take
+/// Scatters each tuple to its destinations' segments (keys in the ordered form, but for a pass's spill).
+/// Lanes of a warp going to the same GPU take
 /// consecutive slots with one shared atomic (so their writes coalesce); slots within a block follow
 /// the order the warps arrive in: a segment is unordered, as the owner sorts it anyway.
 template <class K>
@@ -117,7 +118,9 @@ __global__ void __launch_bounds__(kPartitionThreads)
       slot = __shfl_sync(kFullWarp, slot, leader);
       if (dest < 0) continue;
       const std::uint64_t row = start[dest] + slot + __popc(peers & ((1u << lane) - 1));
-      static_cast<K*>(a.keys_out)[row] = key;
+      // A pass's spill goes back to the host in the input's key form; the GPUs' segments stay ordered.
+      const bool spilled = plan.spill_side >= 0 && dest == plan.gpus - 1;
+      static_cast<K*>(a.keys_out)[row] = spilled ? static_cast<K>(key ^ static_cast<K>(a.key_xor)) : key;
       copy_payload(a.payload_out, row, a.payload, i, a.widths.payload_bytes);
       if (a.source_out) a.source_out[row] = static_cast<std::uint32_t>(i);
     }

@@ -248,6 +248,7 @@ CopartPlan plan_copart(const KeySample& r_sample, const KeySample& s_sample, con
 void force_streamed(CopartPlan& plan, const RelationView& r, const RelationView& s, std::int64_t chunk_rows, int runs,
                     OutputMode output, const ScratchSizes& scratch, bool beside_sort) {
   MGJOIN_EXPECTS(chunk_rows >= 1 && runs >= 1, "a streamed plan needs chunks and runs");
+  MGJOIN_EXPECTS(plan.partitions.spill_side < 0, "reshape a pass before its spill is added (it counts the GPUs)");
   const std::int64_t n[2] = {r.size(), s.size()};
   const int tightest = shape_streamed(plan, chunk_rows, runs, n, output, scratch, beside_sort);
   plan.reason = std::string(plan.fits ? "co-partitioned, streamed (forced): " : "not streamed (forced): ") +

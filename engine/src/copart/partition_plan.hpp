@@ -43,7 +43,8 @@ struct PartitionPlan {
   /// The keys this plan takes, [lowest, highest] (ordered form): a pass of the flow in passes
   /// (pass_plan.hpp) takes one key range, and a tuple with a key outside it goes nowhere, but for a
   /// tuple of `spill_side` above `highest`, which goes to the last destination (gpus - 1: the first
-  /// pass's spill of the resident side to the host, for the passes after it).
+  /// pass's spill of the resident side to the host, for the passes after it; the partition kernel writes
+  /// its keys in the input's form).
   std::uint64_t lowest = 0, highest = ~std::uint64_t{0};
   int spill_side = -1;  ///< Side as int; -1: none
 };

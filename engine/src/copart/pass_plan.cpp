@@ -114,7 +114,7 @@ PassBytes pass_bytes(const PassPlan& plan, std::uint64_t r_bytes, std::uint64_t 
 void spill_first_pass(PassPlan& p, const KeySample& r_sample, const KeySample& s_sample, const RelationView& r,
                       const RelationView& s, OutputMode output, const ScratchSizes& scratch) {
   CopartPlan& first = p.passes.front();
-  if (p.count() < 2 || !first.streamed || first.partitions.gpus >= kMaxGpus) return;
+  if (p.count() < 2 || !first.streamed || first.partitions.spill_side >= 0 || first.partitions.gpus >= kMaxGpus) return;
   const Side x = first.probe == Side::S ? Side::R : Side::S;
   const PartitionSizes sizes = estimate_sizes(p.ranges, r_sample, s_sample);
   std::int64_t rows = 0;
@@ -134,6 +134,7 @@ void spill_first_pass(PassPlan& p, const KeySample& r_sample, const KeySample& s
   }
   p.spill_side = x;
   p.spill_rows = rows;
+  p.spill_bytes = static_cast<std::uint64_t>(rows) * plan_detail::width(x == Side::R ? first.r : first.s);
 }
 
 int parse_passes(const char* text) {

@@ -46,6 +46,7 @@ struct PassPlan {
   /// `spill_rows` (the sample's bound), kept in pinned host memory for the passes after it (0: none).
   Side spill_side = Side::R;
   std::int64_t spill_rows = 0;
+  std::uint64_t spill_bytes = 0;  ///< the pinned host bytes it takes
   bool fits = false;
   std::string reason;  ///< one line: the passes and the fullest pass's plan, or why none fits
 
@@ -59,8 +60,8 @@ struct PassPlan {
 PassPlan plan_passes(const KeySample& r_sample, const KeySample& s_sample, const RelationView& r, const RelationView& s,
                      int gpus, OutputMode output, std::uint64_t device_bytes, const ScratchSizes& scratch, int passes = 0);
 
-/// Gives the first pass of `p` its spill (plan_passes() does; a test that reshapes the passes does it
-/// after): one more destination past its GPUs for X's tuples above its range, where the first pass is
+/// Gives the first pass of `p` its spill, once (plan_passes() does; a test that reshapes the passes with
+/// force_streamed() does it after): one more destination past its GPUs for X's tuples above its range, where the first pass is
 /// streamed (X, the resident side, is all it holds; an in-core pass holds both sides and reads both whole),
 /// there are passes after it, X has rows beyond the first range by the samples, and the plan still fits
 /// with it (the destination's partition scratch).

@@ -86,8 +86,9 @@ void make_plans(const RelationView& r, const RelationView& s, const FlowQuestion
   c.reason = c.plan.reason;
   if (c.plan.fits) c.flow = Flow::CoPartitioned;
   if (c.plan.fits || req.payloads == PayloadFlow::Late) return;
-  const int passes = copart::parse_passes(req.passes ? req.passes->c_str() : nullptr);
-  if (passes >= 0 && q.gpus > 1)
+  // MGJOIN_COPART_PASSES is read where passes could run: a bad value is refused there only.
+  const int passes = q.gpus > 1 ? copart::parse_passes(req.passes ? req.passes->c_str() : nullptr) : -1;
+  if (passes >= 0)
     c.passes = copart::plan_passes(r_sample, s_sample, r, s, q.gpus, req.output, q.device_bytes, q.scratch, passes);
   const bool passes_fit = c.passes && c.passes->fits;
   const copart::Residency residency =
@@ -134,6 +135,8 @@ FlowChoice choose_flow(const RelationView& r, const RelationView& s, const FlowQ
       if (c.passes && c.passes->fits) {
         c.flow = Flow::Passes;
         c.reason = c.passes->reason + "; not bucketed: " + *short_of;
+        // The passes were not weighed against the paper flow yet.
+        if (strategy == JoinStrategy::Auto && !cost_model_keeps_copart(r, s, c, q, c.reason)) fits = false;
       } else {
         c.reason = "paper flow: " + *short_of;
         fits = false;

@@ -197,9 +197,8 @@ void PartitionPairs::exchange(int b, Side side, std::size_t t, const Destination
   exchange_.send(router_.slots(b), copies);
 }
 
-// The spill segment's keys go back to the input's form on the slot's partition stream (part_done
-// recorded again after them, which the copies out wait for), then out with the GPU's own segments: a
-// copy from GPU j to itself whose destination is pinned host memory.
+// The spill segment (its keys already in the input's form: the partition kernel writes them so) goes out
+// with the GPU's own segments: a copy from GPU j to itself whose destination is pinned host memory.
 void PartitionPairs::spill(int j, exec::ChunkSlot& slot, const std::uint64_t* seg, Side side,
                            std::vector<p2p::PeerCopy>& copies) {
   const auto rows = static_cast<std::int64_t>(seg[g_ + 1] - seg[g_]);
@@ -209,14 +208,8 @@ void PartitionPairs::spill(int j, exec::ChunkSlot& slot, const std::uint64_t* se
     throw PlanMissed(std::string("the spill of ") + (side == Side::R ? "R" : "S") + " outgrew the " +
                      std::to_string(to->capacity) + " rows its sample planned");
   const Widths w = key_pass_widths(side);
-  std::byte* keys = row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[g_]), w.key_bytes);
-  if (key_xor_) {
-    const exec::Lane& lane = lanes_[j];
-    gpu::DeviceGuard guard(lane.device);
-    exec::flip_keys(w.key_bytes, keys, rows, key_xor_, lane.part, exec::kCopartFlipBlocks);
-    slot.part_done.record(lane.part);
-  }
-  copies.push_back({j, j, keys, row_at(to->keys, to->rows, w.key_bytes), static_cast<std::size_t>(rows) * w.key_bytes});
+  copies.push_back({j, j, row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[g_]), w.key_bytes),
+                    row_at(to->keys, to->rows, w.key_bytes), static_cast<std::size_t>(rows) * w.key_bytes});
   if (w.payload_bytes)
     copies.push_back({j, j, row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[g_]), w.payload_bytes),
                       row_at(to->payload, to->rows, w.payload_bytes), static_cast<std::size_t>(rows) * w.payload_bytes});

@@ -46,8 +46,7 @@ std::optional<Spill> make_spill(const RelationView& r, const RelationView& s, co
   const CopartPlan& first = plan.passes.front();
   const Widths& w = r_spills ? first.r : first.s;
   try {
-    alloc::expect_host_memory(static_cast<std::uint64_t>(plan.spill_rows) * (w.key_bytes + w.payload_bytes),
-                              "the first pass's spill");
+    alloc::expect_host_memory(plan.spill_bytes, "the first pass's spill");
     return std::optional<Spill>(std::in_place, r_spills ? r : s, w, plan.spill_rows);
   } catch (const OutOfMemory&) {
     return std::nullopt;
