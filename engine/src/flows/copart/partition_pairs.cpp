@@ -144,7 +144,26 @@ void PartitionPairs::transfer_rounds(Side side) {
         rounds_[static_cast<int>(side)].emplace_back();
         for (int j = 0; j < g_; ++j) start_chunk(j, b, side, cut.first(t, j), cut.rows_of(t, j));
       },
-      [&](int b, std::int64_t t) { exchange(b, side, static_cast<std::size_t>(t), own); });
+      [&](int b, std::int64_t t) {
+        exchange(b, side, static_cast<std::size_t>(t), own);
+        if (sort_as_filled_[static_cast<int>(side)]) sort_filled_runs(side);
+      });
+}
+
+void PartitionPairs::sort_filled_runs(Side side) {
+  const int s = static_cast<int>(side);
+  for (int d = 0; d < g_; ++d) {
+    PairGpu& gpu = gpus_[d];
+    Partition& p = gpu.partition[s];
+    int& next = gpu.runs_sorted[s];
+    while (next + 1 < runs(side) && p.rows >= (next + 1) * run_capacity(p.capacity, runs(side))) {
+      gpu::DeviceGuard guard(gpu.device);
+      wait_inbound(d, lanes_[d].work, /*with_h2d=*/false);  // the copies into the run (the exchange's alone)
+      const SortedRows run = run_of(p, side, next);
+      sort_rows(d, side, p, run.first, run.rows, gpu.alt_keys, gpu.alt_payload, gpu.sort_temp);
+      ++next;
+    }
+  }
 }
 
 int PartitionPairs::start_round(Side side, std::int64_t t) {
@@ -239,7 +258,7 @@ void PartitionPairs::sort_partitions(Side side, bool timed, bool count_runs) {
     if (!p.positions.empty())
       fill_positions(reinterpret_cast<std::uint32_t*>(p.positions.data()), static_cast<std::uint64_t>(p.rows), work);
     if (count_runs) gpu.counter.zero(work);
-    for (int i = 0; i < runs(side); ++i) {
+    for (int i = gpu.runs_sorted[static_cast<int>(side)]; i < runs(side); ++i) {
       const SortedRows run = run_of(p, side, i);
       if (g_ == 1) wait_run(d, side, i, run);
       const bool last = i + 1 == runs(side);
@@ -307,7 +326,7 @@ void PartitionPairs::sort_rows(int d, Side side, Partition& p, std::int64_t firs
 }
 
 SortedRows PartitionPairs::run_of(const Partition& p, Side side, int i) const {
-  const std::int64_t per = run_capacity(p.rows, runs(side));
+  const std::int64_t per = run_capacity(g_ > 1 ? p.capacity : p.rows, runs(side));
   const std::int64_t first = std::min(p.rows, i * per);
   return {&p, first, std::min(per, p.rows - first)};
 }

@@ -78,6 +78,7 @@ struct PairGpu {
   std::array<DeviceBuffer, 2> maps;  ///< late payloads, g > 1: per landed row, its row in its chunk
   std::array<std::uint64_t, 2> map_filled{};  ///< rows of each map handed to chunks so far
   DeviceBuffer alt_keys, alt_payload, sort_temp;  ///< one run's sort
+  std::array<int, 2> runs_sorted{};  ///< per side, runs whose sort is issued (sort_runs_as_filled)
   /// The in-core tail: S's last run from its issue to its sort's end, and the last join.
   gpu::Event tail_begin, sorted, join_begin, joined;
 };
@@ -112,6 +113,10 @@ class PartitionPairs {
 
   /// Brings `side` in: its keys, and its payloads unless they come late.
   void transfer(Side side);
+  /// Several GPUs: `side`'s runs but the last are sorted as soon as they are filled during transfer(),
+  /// each behind the copies into it, so that they sort while later chunks cross (by default a GPU sorts
+  /// once everything has arrived). Call before transfer(side); sort_partitions() sorts the rest.
+  void sort_runs_as_filled(Side side) { sort_as_filled_[static_cast<int>(side)] = true; }
   /// Sorts each GPU's partition of `side` run by run, each run once it has arrived (several GPUs: once
   /// everything sent to the GPU has); `timed`: records the tail's events around the last run's sort;
   /// `count_runs`: joins each run of S with R's runs as soon as it is sorted. Issued once a side.
@@ -144,7 +149,9 @@ class PartitionPairs {
   int runs(Side side) const { return runs_[static_cast<int>(side)]; }
   /// Rows of a partition of `capacity` rows that one of `runs` runs holds at most.
   static std::int64_t run_capacity(std::int64_t capacity, int runs) { return (capacity + runs - 1) / runs; }
-  /// Run i of `side`'s partition p.
+  /// Run i of `side`'s partition p: one GPU, equal parts of its rows (known before they cross); several,
+  /// equal parts of its capacity (fixed before the rows arrive, so that a filled run can be sorted early;
+  /// the last ones may be short or empty).
   SortedRows run_of(const Partition& p, Side side, int i) const;
   SortedRows whole(int d, Side side) const;
   /// X: the build side of the resident joins (the side whose order the output does not follow).
@@ -186,6 +193,8 @@ class PartitionPairs {
  private:
   void transfer_whole(Side side);
   void transfer_rounds(Side side);
+  /// sort_runs_as_filled: on every GPU, the sorts of `side`'s runs (but the last) filled so far.
+  void sort_filled_runs(Side side);
   void start_chunk(int j, int b, Side side, std::int64_t first, std::int64_t rows);
   /// The spill segment of GPU j's slot (past the GPUs' segments) into the context's spill rows.
   /// @throw PlanMissed when they would outgrow its capacity.
@@ -206,6 +215,7 @@ class PartitionPairs {
   exec::ChunkRouter router_;
   exec::PeerExchange exchange_;
   std::array<bool, 2> sorts_issued_{};
+  std::array<bool, 2> sort_as_filled_{};
   std::array<std::vector<Round>, 2> rounds_;  ///< the key pass, per side (g > 1)
   std::uint64_t bytes_in_ = 0, bytes_nvlink_ = 0, bytes_spilled_ = 0;
 };

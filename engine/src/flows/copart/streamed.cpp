@@ -57,6 +57,7 @@ std::array<int, 2> StreamedJoin::runs_of(const CopartPlan& plan) {
 
 void StreamedJoin::run(OutputColumns* out, const OutputInto& into, JoinResult& result) {
   const auto t0 = Clock::now();
+  if (g_ > 1) pairs_.sort_runs_as_filled(x_);
   pairs_.transfer(x_);
   pairs_.sort_partitions(x_, /*timed=*/false, /*count_runs=*/false);
   pairs_.wait_transfer();
