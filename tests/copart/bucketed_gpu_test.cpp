@@ -58,10 +58,6 @@ std::string describe(const Shape& shape) {
          (shape.resident > 0 ? ", resident share " + std::to_string(shape.resident) : "");
 }
 
-bool has_phase(const JoinResult& result, const std::string& name) {
-  return std::any_of(result.phases.begin(), result.phases.end(), [&](const PhaseStat& p) { return p.name == name; });
-}
-
 /// Joins R and S with the bucketed flow forced to `shape.groups` groups on GPUs 0..g-1, on this test's
 /// stacks, pass 2 run as `shape.pass2` says.
 JoinResult run_bucketed(OwnGpus& gpus, int g, OutputMode output, const Shape& shape) {

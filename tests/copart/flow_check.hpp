@@ -104,6 +104,11 @@ std::vector<Shape> shapes_to_run(const std::vector<Shape>& shapes, int rotation 
   return {shapes[0], shapes[1 + static_cast<std::size_t>(rotation) % (shapes.size() - 1)]};
 }
 
+/// Whether a run reported the phase `name`.
+inline bool has_phase(const JoinResult& result, const std::string& name) {
+  return std::any_of(result.phases.begin(), result.phases.end(), [&](const PhaseStat& p) { return p.name == name; });
+}
+
 /// For g = 1..min(2, GPUs) and every shape (shapes_to_run): run(gpus, g, output, shape) must count and
 /// materialize what the reference joins; describe(shape) names the shape in failures. One OwnGpus per g
 /// serves every run, and its stacks must be empty after each.

@@ -52,10 +52,6 @@ std::string describe(const PassShape& shape) {
                            : "");
 }
 
-bool has_phase(const JoinResult& result, const std::string& name) {
-  return std::any_of(result.phases.begin(), result.phases.end(), [&](const PhaseStat& p) { return p.name == name; });
-}
-
 /// The plan in `passes` passes for R and S on g GPUs of OwnGpus' memory.
 copart::PassPlan plan_in_passes(const RelationView& rv, const RelationView& sv, int g, OutputMode output, int passes) {
   return copart::plan_passes(copart::sample_keys(rv.key), copart::sample_keys(sv.key), rv, sv, g, output, OwnGpus::kDeviceBytes,

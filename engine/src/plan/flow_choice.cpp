@@ -23,16 +23,17 @@ std::string paper_only_reason(const JoinRequest& request, bool tuned_paper) {
   return "";
 }
 
+/// Whether the co-partitioned flows move payloads: when materializing.
+bool moves_payloads(const FlowQuestion& q) { return q.request.output == OutputMode::Materialize; }
+
 /// The bytes R and S move in any co-partitioned flow: keys, and payloads when materializing.
 std::uint64_t moved_by(const RelationView& r, const RelationView& s, const FlowQuestion& q) {
-  const bool payloads = q.request.output == OutputMode::Materialize;
-  return moved_bytes(r, payloads) + moved_bytes(s, payloads);
+  return moved_bytes(r, moves_payloads(q)) + moved_bytes(s, moves_payloads(q));
 }
 
 /// What the plan in passes moves.
 FlowTraffic traffic_in_passes(const RelationView& r, const RelationView& s, const FlowQuestion& q, const copart::PassPlan& p) {
-  const bool payloads = q.request.output == OutputMode::Materialize;
-  const copart::PassBytes bytes = copart::pass_bytes(p, moved_bytes(r, payloads), moved_bytes(s, payloads));
+  const copart::PassBytes bytes = copart::pass_bytes(p, moved_bytes(r, moves_payloads(q)), moved_bytes(s, moves_payloads(q)));
   return passes_traffic(bytes.in, bytes.spilled);
 }
 

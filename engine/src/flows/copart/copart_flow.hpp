@@ -33,13 +33,7 @@ namespace mgjoin::copart {
 using exec::OutputColumns;
 using exec::OutputInto;
 
-/// The first pass's spill of the flow in passes (copart/pass_plan.hpp): pinned host rows of the resident
-/// side X, keys in the input's form, that its partitions' spill destination fills in arrival order.
-struct SpillRows {
-  std::byte* keys = nullptr;
-  std::byte* payload = nullptr;  ///< nullptr where X moves no payload
-  std::int64_t capacity = 0, rows = 0;
-};
+class Buckets;  // bucket_pass1.hpp
 
 struct CopartContext {
   std::span<const int> devices;
@@ -48,9 +42,10 @@ struct CopartContext {
   std::span<alloc::PinnedStackAllocator* const> pinned;
   Exchange exchange = Exchange::CopyEngines;
   const p2p::NcclComms* comms = nullptr;  ///< for Exchange::Nccl
-  /// Where a plan's spill destination (PartitionPlan::spill_side) sends its rows; nullptr: nowhere (they
-  /// are left out, and the passes after read X whole).
-  SpillRows* spill = nullptr;
+  /// Where a plan's spill destination (PartitionPlan::spill_side) sends its rows, keys in the input's form:
+  /// group 0 of pinned buckets of the resident side X (the flow in passes, copart/pass_plan.hpp); nullptr:
+  /// nowhere (they are left out, and the passes after read X whole).
+  Buckets* spill = nullptr;
 };
 
 /// The in-core flow in three steps, so that a caller can run two joins on the same GPUs at once, each

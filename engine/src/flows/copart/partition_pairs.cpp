@@ -2,6 +2,7 @@
 #include "engine/src/flows/copart/partition_pairs.hpp"
 
 #include "engine/src/exec/key_order.hpp"
+#include "engine/src/flows/copart/bucket_pass1.hpp"
 #include "engine/src/exec/rows.hpp"
 #include "engine/src/sort/radix_partition.hpp"
 
@@ -221,18 +222,14 @@ void PartitionPairs::exchange(int b, Side side, std::size_t t, const Destination
 void PartitionPairs::spill(int j, exec::ChunkSlot& slot, const std::uint64_t* seg, Side side,
                            std::vector<p2p::PeerCopy>& copies) {
   const auto rows = static_cast<std::int64_t>(seg[g_ + 1] - seg[g_]);
-  SpillRows* to = ctx_.spill;
-  if (rows == 0 || !to) return;  // no sink: the passes after read X whole
-  if (to->rows + rows > to->capacity)
-    throw PlanMissed(std::string("the spill of ") + (side == Side::R ? "R" : "S") + " outgrew the " +
-                     std::to_string(to->capacity) + " rows its sample planned");
+  if (rows == 0 || !ctx_.spill) return;  // no sink: the passes after read X whole
+  const auto [keys, payload] = ctx_.spill->append(0, rows, side == Side::R ? "R (the first pass's spill)" : "S (the first pass's spill)");
   const Widths w = key_pass_widths(side);
-  copies.push_back({j, j, row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[g_]), w.key_bytes),
-                    row_at(to->keys, to->rows, w.key_bytes), static_cast<std::size_t>(rows) * w.key_bytes});
+  copies.push_back({j, j, row_at(slot.out_keys.data(), static_cast<std::int64_t>(seg[g_]), w.key_bytes), keys,
+                    static_cast<std::size_t>(rows) * w.key_bytes});
   if (w.payload_bytes)
-    copies.push_back({j, j, row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[g_]), w.payload_bytes),
-                      row_at(to->payload, to->rows, w.payload_bytes), static_cast<std::size_t>(rows) * w.payload_bytes});
-  to->rows += rows;
+    copies.push_back({j, j, row_at(slot.out_payload.data(), static_cast<std::int64_t>(seg[g_]), w.payload_bytes), payload,
+                      static_cast<std::size_t>(rows) * w.payload_bytes});
   bytes_spilled_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
 }
 

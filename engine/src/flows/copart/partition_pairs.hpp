@@ -196,8 +196,8 @@ class PartitionPairs {
   /// sort_runs_as_filled: on every GPU, the sorts of `side`'s runs (but the last) filled so far.
   void sort_filled_runs(Side side);
   void start_chunk(int j, int b, Side side, std::int64_t first, std::int64_t rows);
-  /// The spill segment of GPU j's slot (past the GPUs' segments) into the context's spill rows.
-  /// @throw PlanMissed when they would outgrow its capacity.
+  /// The spill segment of GPU j's slot (past the GPUs' segments) into the context's spill bucket.
+  /// @throw PlanMissed when they would outgrow its bound.
   void spill(int j, exec::ChunkSlot& slot, const std::uint64_t* seg, Side side, std::vector<p2p::PeerCopy>& copies);
   /// One GPU: the work stream waits for run i of `side` to cross, then flips its keys.
   void wait_run(int d, Side side, int i, const SortedRows& run);

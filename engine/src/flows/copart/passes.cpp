@@ -2,6 +2,7 @@
 #include "engine/src/flows/copart/passes.hpp"
 
 #include "alloc/host_memory.hpp"
+#include "engine/src/flows/copart/bucket_pass1.hpp"
 #include "engine/src/join/output_count.hpp"
 #include "core/cancel.hpp"
 #include "core/checked_math.hpp"
@@ -10,44 +11,22 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mgjoin::copart {
 namespace {
 
-/// The first pass's spill: pinned host columns (from the pinned column cache) for X's rows beyond the
-/// first range, which the passes after read as their X.
-class Spill {
- public:
-  Spill(const RelationView& x, const Widths& w, std::int64_t rows) : x_(x) {
-    keys_ = HostColumn::allocate(x.key.type, rows, MemoryKind::Pinned);
-    if (w.payload_bytes) payload_ = HostColumn::allocate(x.payload->type, rows, MemoryKind::Pinned);
-    rows_ = {keys_.as<std::byte>(), w.payload_bytes ? payload_.as<std::byte>() : nullptr, rows, 0};
-  }
-
-  SpillRows* sink() { return &rows_; }
-  /// The rows spilled, as X's relation.
-  RelationView view() {
-    RelationView v{{rows_.keys, rows_.rows, x_.key.type}, std::nullopt};
-    if (rows_.payload) v.payload = MutableColumnView{rows_.payload, rows_.rows, x_.payload->type};
-    return v;
-  }
-
- private:
-  RelationView x_;
-  HostColumn keys_, payload_;
-  SpillRows rows_;
-};
-
-/// The spill for `plan` where it has one and host memory holds it; nullopt otherwise (the passes after the
-/// first then read X whole).
-std::optional<Spill> make_spill(const RelationView& r, const RelationView& s, const PassPlan& plan) {
+/// The first pass's spill for `plan`, where it has one and host memory holds it: one pinned bucket of X's
+/// rows beyond the first range (from the pinned column cache), which the passes after read as their X;
+/// nullopt otherwise (they then read X whole).
+std::optional<Buckets> make_spill(const RelationView& r, const RelationView& s, const PassPlan& plan) {
   if (!plan.spill_rows) return std::nullopt;
   const bool r_spills = plan.spill_side == Side::R;
   const CopartPlan& first = plan.passes.front();
-  const Widths& w = r_spills ? first.r : first.s;
   try {
     alloc::expect_host_memory(plan.spill_bytes, "the first pass's spill");
-    return std::optional<Spill>(std::in_place, r_spills ? r : s, w, plan.spill_rows);
+    return std::optional<Buckets>(std::in_place, r_spills ? r : s, r_spills ? first.r : first.s,
+                                  std::vector<std::int64_t>{plan.spill_rows});
   } catch (const OutOfMemory&) {
     return std::nullopt;
   }
@@ -63,7 +42,7 @@ void run_passes(const RelationView& r, const RelationView& s, const PassPlan& pl
   std::optional<OutputColumns> columns;
   if (output == OutputMode::Materialize)
     columns.emplace(r, s, plan.passes[0].r, plan.passes[0].s, result, static_cast<int>(context.devices.size()));
-  std::optional<Spill> spill = make_spill(r, s, plan);
+  std::optional<Buckets> spill = make_spill(r, s, plan);
   CheckedSum count;
   for (int p = 0; p < k; ++p) {
     detail::throw_if_cancelled();
@@ -71,9 +50,9 @@ void run_passes(const RelationView& r, const RelationView& s, const PassPlan& pl
     // growth extrapolates from.
     const OutputInto into{columns ? &*columns : nullptr, static_cast<double>(p) / k, static_cast<double>(p + 1) / k};
     CopartContext pass_context = context;
-    pass_context.spill = p == 0 && spill ? spill->sink() : nullptr;
+    pass_context.spill = p == 0 && spill ? &*spill : nullptr;
     RelationView pr = r, ps = s;
-    if (p > 0 && spill) (plan.spill_side == Side::R ? pr : ps) = spill->view();
+    if (p > 0 && spill) (plan.spill_side == Side::R ? pr : ps) = spill->group(0);
     JoinResult part;
     run_copart(pr, ps, plan.passes[p], output, pass_context, part, into);
     count.add(part.count);
