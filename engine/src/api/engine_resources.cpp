@@ -79,7 +79,10 @@ EngineResources::EngineResources(const EngineOptions& options, Machine&& m)
     : startup_(std::move(m.startup)), made_with_(options), devices_(std::move(m.set)),
       device_bytes_(sort::usable_device_bytes(sort::free_device_bytes(devices_), options.gpu_memory_limit)),
       tuning_(std::move(m.tuning)), peers_(devices_), topo_(std::move(m.topo)), ranges_(devices_, topo_) {
-  for (const int d : devices_) stacks_.add(d, device_bytes_);
+  for (const int d : devices_) {
+    stacks_.add(d, device_bytes_);
+    staging_view_.push_back(staging_.emplace_back(std::make_unique<exec::InputStaging>(d)).get());
+  }
   startup_.push_back({"start.device_memory", timing::seconds_since(m.probed)});
   const auto start = timing::Clock::now();
   ranges_.make(exec::kMinRangeBytes);
@@ -102,9 +105,20 @@ const p2p::NcclComms* EngineResources::comms_for(Exchange exchange) {
   return nccl_.get();
 }
 
-copart::CopartContext EngineResources::copart_context(Exchange exchange, std::uint64_t pinned) {
+copart::CopartContext EngineResources::copart_context(Exchange exchange, std::uint64_t pinned, bool stage_inputs) {
   if (ranges_[0].available() < pinned) ranges_.make(pinned + exec::kMinRangeBytes);
-  return {devices_, stacks_.view(), ranges_.view(), exchange, comms_for(exchange)};
+  copart::CopartContext context{devices_, stacks_.view(), ranges_.view(), exchange, comms_for(exchange)};
+  if (stage_inputs) context.staging = staging_view_;
+  return context;
+}
+
+PhaseStat EngineResources::staged_inputs() const {
+  PhaseStat p{"input.staged", 0, 0, 0};
+  for (const auto& s : staging_) {
+    p.seconds += s->staged_seconds();
+    p.bytes_pcie += s->staged_bytes();
+  }
+  return p;
 }
 
 PaperContext EngineResources::paper_context() {

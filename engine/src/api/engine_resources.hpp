@@ -6,6 +6,7 @@
 // gathers' stacks and rates; dist/: a rank's co-partitioned flow on its GPU), and tests of the flows.
 #include "alloc/stack_allocator.hpp"
 #include "alloc/stack_set.hpp"
+#include "engine/src/exec/input_staging.hpp"
 #include "engine/src/exec/pinned_stacks.hpp"
 #include "engine/src/flows/copart/copart_flow.hpp"
 #include "engine/src/flows/paper/paper_flow.hpp"
@@ -49,13 +50,16 @@ class EngineResources {
   /// The communicators for `exchange` (made when first asked for), or nullptr for the copy engines.
   const p2p::NcclComms* comms_for(Exchange exchange);
   /// The co-partitioned flow's context on the engine's GPUs and stacks, with at least `pinned` bytes of
-  /// pinned staging per GPU (the range stacks, grown once when a plan needs more).
-  copart::CopartContext copart_context(Exchange exchange, std::uint64_t pinned);
+  /// pinned staging per GPU (the range stacks, grown once when a plan needs more); with `stage_inputs`,
+  /// copies in from pageable inputs go through the engine's input staging (exec/input_staging.hpp).
+  copart::CopartContext copart_context(Exchange exchange, std::uint64_t pinned, bool stage_inputs = false);
   /// The paper flow's context on the engine's GPUs and stacks.
   PaperContext paper_context();
   /// The paper flow's plan for `r` and `s`, or nullopt where it would refuse them (more chunksets than
   /// the merge phase takes, merge buffers host memory cannot hold, no plan).
   std::optional<sort::SortPlan> paper_plan_if_runnable(const RelationView& r, const RelationView& s);
+  /// What the GPUs' input staging has copied so far, all together: {"input.staged", host seconds, bytes}.
+  PhaseStat staged_inputs() const;
   /// Host bytes the pinned range stacks hold.
   std::uint64_t range_bytes() const { return ranges_.bytes(); }
 
@@ -79,6 +83,8 @@ class EngineResources {
   topology::Topology topo_;
   exec::PinnedStacks ranges_;  ///< one mapped pinned stack per GPU, on its NUMA node: its kernels write there
   MergeBuffers merge_buffers_;
+  std::vector<std::unique_ptr<exec::InputStaging>> staging_;  ///< per GPU; buffers made on first use
+  std::vector<exec::InputStaging*> staging_view_;
 };
 
 /// One join on `engine`'s resources, its inputs checked by the caller (Engine::join, mgjoin::join): the

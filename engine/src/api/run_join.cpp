@@ -19,6 +19,7 @@
 #include <mgjoin/error.hpp>
 
 #include <string>
+#include <vector>
 
 namespace mgjoin::detail {
 namespace {
@@ -29,13 +30,17 @@ using timing::seconds_since;
 /// One join's run on an engine.
 class JoinRun {
  public:
-  JoinRun(EngineResources& e, const JoinSettings& options) : e_(e), options_(options), request_(unpack_join(options)) {}
+  /// `pins`: where the run registers the inputs it does not stage, held by the caller, which waits for the
+  /// GPUs' copies before they go when the run fails.
+  JoinRun(EngineResources& e, const JoinSettings& options, std::vector<alloc::HostPin>& pins)
+      : e_(e), options_(options), request_(unpack_join(options)), pins_(pins) {}
 
   JoinResult run(const RelationView& r, const RelationView& s) {
     const FlowChoice choice = choose_flow(r, s, question(r, s));
     std::string reason = choice.reason;
     if (choice.flow != Flow::Paper) {
       try {
+        if (!request_.stage_inputs) pin(r, s);
         return run_copart(r, s, choice);
       } catch (...) {
         const std::optional<std::string> paper = paper_after(std::current_exception(), choice, request_.strategy);
@@ -43,11 +48,22 @@ class JoinRun {
         reason = *paper;
       }
     }
+    // The paper flow copies whole runs in on several streams of its phases: its inputs are registered.
+    pin(r, s);
     PaperContext ctx = e_.paper_context();
     return run_paper_flow(r, s, request_, ctx, reason, report(), [this] { return seconds_since(start_); });
   }
 
  private:
+  /// Registers the inputs' pageable columns (once; pinned ones are left alone).
+  void pin(const RelationView& r, const RelationView& s) {
+    if (!pins_.empty()) return;
+    for (const RelationView* rel : {&r, &s}) {
+      pins_.emplace_back(rel->key.data, rel->key.bytes());
+      if (rel->payload) pins_.emplace_back(rel->payload->data, rel->payload->bytes());
+    }
+  }
+
   /// Every progress report is a cancellation point.
   Report report() const {
     return [this](const char* phase, double fraction) {
@@ -96,7 +112,8 @@ class JoinRun {
     const std::uint64_t pinned = buckets  ? buckets->pinned_bytes
                                  : passes ? passes->pinned_bytes
                                           : copart::pinned_bytes_needed(choice.plan, request_.output);
-    const copart::CopartContext context = e_.copart_context(request_.exchange, pinned);
+    const copart::CopartContext context = e_.copart_context(request_.exchange, pinned, request_.stage_inputs);
+    const PhaseStat staged_before = e_.staged_inputs();
     if (buckets)
       copart::run_bucketed(r, s, *buckets, request_.output, request_.payloads, context, result);
     else if (passes)
@@ -107,6 +124,11 @@ class JoinRun {
                              result.key.bytes() +
                              result.r_payload.bytes() + result.s_payload.bytes();
     result.phases.insert(result.phases.begin(), PhaseStat{"copart.plan", choice.plan_seconds, 0, 0});
+    if (PhaseStat staged = e_.staged_inputs(); staged.bytes_pcie > staged_before.bytes_pcie) {
+      staged.seconds -= staged_before.seconds;
+      staged.bytes_pcie -= staged_before.bytes_pcie;
+      result.phases.push_back(staged);  // host time inside the phases above, not after them
+    }
     report()("done", 1);
     result.seconds = seconds_since(start_);
     return result;
@@ -116,6 +138,7 @@ class JoinRun {
   const JoinSettings& options_;
   Clock::time_point start_ = Clock::now();
   JoinRequest request_;
+  std::vector<alloc::HostPin>& pins_;
 };
 
 }  // namespace
@@ -131,12 +154,9 @@ JoinResult join_on(EngineResources& e, RelationView r, RelationView s, const Joi
 JoinResult join_on(EngineResources& e, RelationView r, RelationView s, const JoinSettings& options) {
   const CancelScope cancel(options.cancel);
   expect_inputs_keepable(options);
-  const alloc::HostPin input_pins[] = {{r.key.data, r.key.bytes()},
-                                       {r.payload ? r.payload->data : nullptr, r.payload ? r.payload->bytes() : 0},
-                                       {s.key.data, s.key.bytes()},
-                                       {s.payload ? s.payload->data : nullptr, s.payload ? s.payload->bytes() : 0}};
+  std::vector<alloc::HostPin> pins;  // the inputs a run registers rather than stages
   try {
-    return JoinRun(e, options).run(r, s);
+    return JoinRun(e, options, pins).run(r, s);
   } catch (...) {
     e.synchronize();  // before the pins above go and the stacks serve another join
     throw;

@@ -30,7 +30,7 @@ std::uint64_t ChunkRouter::start_chunk(int j, int b, const RelationView& rel, co
   gpu::DeviceGuard guard(lane.device);
   // The slot's input is free once its last partition has read it; its output once released.
   if (wait_input_) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane.h2d, slot.part_done, 0));
-  const std::uint64_t bytes = slot.copy_in(rel, w, first, rows, lane.h2d);
+  const std::uint64_t bytes = slot.copy_in(rel, w, first, rows, lane.h2d, lane.staging);
   MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane.part, slot.h2d_done, 0));
   if (slot.released_recorded)
     for (auto& e : slot.released) MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane.part, e, 0));

@@ -27,18 +27,17 @@ ChunkSlot::ChunkSlot(int device, alloc::DeviceStackAllocator& memory, alloc::Pin
 }
 
 std::uint64_t copy_rows_in(void* keys, void* payload, const RelationView& rel, const Widths& w, std::int64_t first,
-                           std::int64_t n, cudaStream_t stream) {
+                           std::int64_t n, cudaStream_t stream, InputStaging* staging) {
   if (n == 0) return 0;
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(keys, row_at(rel.key.data, first, w.key_bytes), n * w.key_bytes, cudaMemcpyDefault, stream));
+  copy_input(staging, keys, row_at(rel.key.data, first, w.key_bytes), n * w.key_bytes, stream);
   if (w.payload_bytes)
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(payload, row_at(rel.payload->data, first, w.payload_bytes), n * w.payload_bytes,
-                                    cudaMemcpyDefault, stream));
+    copy_input(staging, payload, row_at(rel.payload->data, first, w.payload_bytes), n * w.payload_bytes, stream);
   return static_cast<std::uint64_t>(n) * (w.key_bytes + w.payload_bytes);
 }
 
 std::uint64_t ChunkSlot::copy_in(const RelationView& rel, const Widths& w, std::int64_t first, std::int64_t n,
-                                 cudaStream_t h2d) {
-  const std::uint64_t bytes = copy_rows_in(in_keys.data(), in_payload.data(), rel, w, first, n, h2d);
+                                 cudaStream_t h2d, InputStaging* staging) {
+  const std::uint64_t bytes = copy_rows_in(in_keys.data(), in_payload.data(), rel, w, first, n, h2d, staging);
   h2d_done.record(h2d);
   return bytes;
 }

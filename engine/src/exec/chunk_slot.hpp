@@ -8,6 +8,7 @@
 #include "alloc/stack_buffer.hpp"
 #include "core/device.hpp"
 #include "engine/src/copart/copart_kernels.hpp"
+#include "engine/src/exec/input_staging.hpp"
 
 #include <mgjoin/types.hpp>
 
@@ -44,8 +45,10 @@ struct ChunkSlot {
             const Widths& r, const Widths& s, const std::array<int, 2>& copies, int destinations);
 
   /// Rows [first, first + rows) of `rel` H2D into the slot on `h2d` (its keys, and its payloads when `w`
-  /// moves them); records h2d_done. Returns the bytes copied.
-  std::uint64_t copy_in(const RelationView& rel, const Widths& w, std::int64_t first, std::int64_t rows, cudaStream_t h2d);
+  /// moves them; through `staging` where given and the columns are pageable); records h2d_done. Returns
+  /// the bytes copied.
+  std::uint64_t copy_in(const RelationView& rel, const Widths& w, std::int64_t first, std::int64_t rows, cudaStream_t h2d,
+                        InputStaging* staging);
 
   /// The partition kernel's arguments for the chunk in the slot: `side`'s rows from `first` on.
   PartitionArgs partition_args(const Widths& w, Side side, std::uint64_t key_xor, std::int64_t first) const;
@@ -58,9 +61,10 @@ struct ChunkSlot {
 /// The steps of a slot, for a path that keeps its own buffers (dist/rank_gpus.cpp: one chunk per rank,
 /// its sent rows freed before the rank's local join, which a slot's one allocation would not allow):
 /// rows [first, first + n) of `rel` (its keys, and its payloads when `w` moves them) into `keys`/`payload`
-/// on the device, on `stream` (the pointers say the direction). Returns the bytes copied.
+/// on the device, on `stream` (the pointers say the direction; pageable columns through `staging` where
+/// given). Returns the bytes copied.
 std::uint64_t copy_rows_in(void* keys, void* payload, const RelationView& rel, const Widths& w, std::int64_t first,
-                           std::int64_t n, cudaStream_t stream);
+                           std::int64_t n, cudaStream_t stream, InputStaging* staging = nullptr);
 
 /// Partitions by `plan` on `stream` and copies the segment bounds (plan.gpus + 1 of them) to `segments_host`.
 void partition_and_read_bounds(const PartitionPlan& plan, const PartitionArgs& args, std::uint64_t* segments_host,

@@ -19,11 +19,16 @@
 
 namespace mgjoin::exec {
 
+class InputStaging;
+
 /// One GPU's streams (those not asked for stay empty).
 struct Lane {
   int device = 0;
   gpu::Stream h2d, part, work, xchg, d2h, out;
   std::vector<gpu::Stream> from;  ///< per source GPU
+  /// Where copies in from pageable input columns go through (the engine's, input_staging.hpp); nullptr:
+  /// straight (the inputs are pinned, or the caller registers them).
+  InputStaging* staging = nullptr;
 };
 
 /// Which streams a flow makes on each GPU.
@@ -34,12 +39,14 @@ struct LaneStreams {
 /// The lanes of a flow's GPUs.
 class Lanes {
  public:
-  Lanes(std::span<const int> devices, const LaneStreams& streams) {
+  /// `staging`: per GPU (Lane::staging), or empty.
+  Lanes(std::span<const int> devices, const LaneStreams& streams, std::span<InputStaging* const> staging = {}) {
     const int g = static_cast<int>(devices.size());
     lanes_.resize(devices.size());
     for (int d = 0; d < g; ++d) {
       Lane& lane = lanes_[d];
       lane.device = devices[d];
+      if (!staging.empty()) lane.staging = staging[d];
       gpu::DeviceGuard guard(lane.device);
       if (streams.h2d) lane.h2d = gpu::Stream(lane.device);
       if (streams.part) lane.part = gpu::Stream(lane.device);

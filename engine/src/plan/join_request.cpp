@@ -1,6 +1,9 @@
 #include "engine/src/plan/join_request.hpp"
 
+#include <mgjoin/error.hpp>
+
 #include <cstdlib>
+#include <string>
 
 namespace mgjoin::detail {
 
@@ -14,6 +17,12 @@ JoinRequest unpack_join(const JoinSettings& options) {
   r.keep_inputs = options.keep_inputs;
   if (const char* resident = std::getenv("MGJOIN_BUCKET_RESIDENT")) r.bucket_resident = resident;
   if (const char* passes = std::getenv("MGJOIN_COPART_PASSES")) r.passes = passes;
+  if (const char* stage = std::getenv("MGJOIN_STAGE_INPUTS")) {
+    const std::string v = stage;
+    MGJOIN_INPUT_EXPECTS(v == "0" || v == "1" || v == "off" || v == "on",
+                         "MGJOIN_STAGE_INPUTS=" + v + ": expected 1 or on (the default), 0 or off");
+    r.stage_inputs = v == "1" || v == "on";
+  }
   return r;
 }
 

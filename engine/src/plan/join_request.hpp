@@ -22,6 +22,10 @@ struct JoinRequest {
   /// MGJOIN_COPART_PASSES's text (nullopt: unset); copart::parse_passes() reads it where the flow in
   /// passes is planned.
   std::optional<std::string> passes;
+  /// Whether the co-partitioned flows copy pageable inputs in through the engine's pinned staging
+  /// (exec/input_staging.hpp) rather than registering them whole first: MGJOIN_STAGE_INPUTS=0 turns it off
+  /// (to compare the two).
+  bool stage_inputs = true;
 };
 
 /// The request of `options`, with the environment read now.

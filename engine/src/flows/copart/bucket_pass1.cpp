@@ -8,7 +8,7 @@
 namespace mgjoin::copart {
 
 Pass1::Pass1(const BucketPlan& plan, const CopartContext& ctx, std::uint64_t key_xor, Resident& resident)
-    : plan_(plan), key_xor_(key_xor), resident_(resident), lanes_(ctx.devices, {.h2d = true, .part = true, .d2h = true}),
+    : plan_(plan), key_xor_(key_xor), resident_(resident), lanes_(ctx.devices, {.h2d = true, .part = true, .d2h = true}, ctx.staging),
       // A slot's input is free once drain() waited for its partition on the host.
       router_(lanes_, /*wait_input_on_device=*/false) {
   for (std::size_t d = 0; d < ctx.devices.size(); ++d) {

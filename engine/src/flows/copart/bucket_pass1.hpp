@@ -86,6 +86,7 @@ class Resident {
       GpuPart& gpu = gpus_.emplace_back();
       gpu.context = {ctx.devices.subspan(k, 1), ctx.device_memory.subspan(k, 1), ctx.pinned.subspan(k, 1), ctx.exchange,
                      ctx.comms};
+      if (!ctx.staging.empty()) gpu.context.staging = ctx.staging.subspan(k, 1);
       for (int side = 0; side < 2; ++side) {
         Part& part = gpu.side[side];
         part.bound = plan.sizes.bound[side][host_groups_ + k];

@@ -17,6 +17,7 @@
 // The caller's inputs are read, never written.
 #include "alloc/stack_allocator.hpp"
 #include "engine/src/copart/copart_plan.hpp"
+#include "engine/src/exec/input_staging.hpp"
 #include "engine/src/exec/output_columns.hpp"
 
 #include <mgjoin/join.hpp>
@@ -46,6 +47,9 @@ struct CopartContext {
   /// group 0 of pinned buckets of the resident side X (the flow in passes, copart/pass_plan.hpp); nullptr:
   /// nowhere (they are left out, and the passes after read X whole).
   Buckets* spill = nullptr;
+  /// Per GPU, where copies in from pageable input columns go through (input_staging.hpp); empty: straight
+  /// (the inputs are pinned, or registered by the caller).
+  std::span<exec::InputStaging* const> staging = {};
 };
 
 /// The in-core flow in three steps, so that a caller can run two joins on the same GPUs at once, each

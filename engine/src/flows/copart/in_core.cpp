@@ -78,7 +78,7 @@ struct InCoreJoin::State {
 // the chunk slots, freed before the sort buffers).
 InCoreJoin::State::State(const RelationView& r, const RelationView& s, const CopartPlan& plan, OutputMode output,
                          const CopartContext& context)
-    : plan(plan), output(output), g(static_cast<int>(context.devices.size())), lanes(context.devices, kAllStreams),
+    : plan(plan), output(output), g(static_cast<int>(context.devices.size())), lanes(context.devices, kAllStreams, context.staging),
       pairs(r, s, plan, context, lanes, output == OutputMode::Count && g == 1 ? kArrivalRuns : std::array<int, 2>{1, 1}),
       late(pairs) {
   for (const int device : context.devices) windows.emplace_back(device);

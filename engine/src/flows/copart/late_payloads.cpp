@@ -45,8 +45,8 @@ void LatePayloads::send_whole(Side side) {
   gpu::DeviceGuard guard(gpu.device);
   const std::int64_t n = pairs_.relation(side).size();
   const int pb = pairs_.widths(side).payload_bytes;
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(gpu.partition[static_cast<int>(side)].payload.data(), pairs_.host_payload(side), n * pb,
-                                  cudaMemcpyHostToDevice, pairs_.lanes()[0].h2d));
+  const exec::Lane& lane = pairs_.lanes()[0];
+  exec::copy_input(lane.staging, gpu.partition[static_cast<int>(side)].payload.data(), pairs_.host_payload(side), n * pb, lane.h2d);
   pairs_.add_bytes(static_cast<std::uint64_t>(n) * pb, 0);
 }
 
@@ -69,8 +69,8 @@ void LatePayloads::start_chunk(int j, int b, Side side, const LandedChunk& chunk
   gpu::DeviceGuard guard(gpu.device);
   const int pb = pairs_.widths(side).payload_bytes;
   MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane.h2d, slot.part_done, 0));
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(slot.in_payload.data(), row_at(pairs_.host_payload(side), chunk.first, pb),
-                                  chunk.rows * pb, cudaMemcpyHostToDevice, lane.h2d));
+  exec::copy_input(lane.staging, slot.in_payload.data(), row_at(pairs_.host_payload(side), chunk.first, pb), chunk.rows * pb,
+                   lane.h2d);
   slot.h2d_done.record(lane.h2d);
   pairs_.add_bytes(static_cast<std::uint64_t>(chunk.rows) * pb, 0);
   MGJOIN_CUDA_TRY(cudaStreamWaitEvent(lane.part, slot.h2d_done, 0));

@@ -125,12 +125,12 @@ void PartitionPairs::transfer_whole(Side side) {
 void PartitionPairs::copy_rows_in(Side side, std::int64_t first, std::int64_t rows, Partition& p, std::int64_t to) {
   const Widths w = key_pass_widths(side);
   const cudaStream_t h2d = lanes_[0].h2d;
-  MGJOIN_CUDA_TRY(cudaMemcpyAsync(row_at(p.keys.data(), to, w.key_bytes), row_at(relation(side).key.data, first, w.key_bytes),
-                                  rows * w.key_bytes, cudaMemcpyDefault, h2d));
+  exec::InputStaging* staging = lanes_[0].staging;
+  exec::copy_input(staging, row_at(p.keys.data(), to, w.key_bytes), row_at(relation(side).key.data, first, w.key_bytes),
+                   rows * w.key_bytes, h2d);
   if (w.payload_bytes)
-    MGJOIN_CUDA_TRY(cudaMemcpyAsync(row_at(p.payload.data(), to, w.payload_bytes),
-                                    row_at(host_payload(side), first, w.payload_bytes), rows * w.payload_bytes,
-                                    cudaMemcpyDefault, h2d));
+    exec::copy_input(staging, row_at(p.payload.data(), to, w.payload_bytes), row_at(host_payload(side), first, w.payload_bytes),
+                     rows * w.payload_bytes, h2d);
   bytes_in_ += static_cast<std::uint64_t>(rows) * (w.key_bytes + w.payload_bytes);
 }
 

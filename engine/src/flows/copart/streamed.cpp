@@ -36,7 +36,7 @@ constexpr exec::LaneStreams kAllStreams{true, true, true, true, true, true, true
 
 StreamedJoin::StreamedJoin(const RelationView& r, const RelationView& s, const CopartPlan& plan,
                            const CopartContext& context)
-    : plan_(plan), g_(static_cast<int>(context.devices.size())), lanes_(context.devices, kAllStreams),
+    : plan_(plan), g_(static_cast<int>(context.devices.size())), lanes_(context.devices, kAllStreams, context.staging),
       pairs_(r, s, plan, context, lanes_, runs_of(plan)), landings_(g_) {
   for (int d = 0; d < g_; ++d) {
     windows_.emplace_back(context.devices[d]);
