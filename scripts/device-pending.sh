@@ -35,6 +35,9 @@
 #                 materialized against the read, write, PCIe and start-up floors of the same run, at scale 1
 #                 on every GPU (32 GB in, 24 GB out: the disk needs ~60 GB) and at scale 0.25 on one GPU;
 #                 JSON in $OUT/files-bench-*.json
+#   staging-bench issue 41: scripts/bench-files.py at scale 0.25 with pageable inputs staged and registered
+#                 (MGJOIN_STAGE_INPUTS=1, 0) at g = 1, 2, 4 (MGJOIN_PENDING_STAGING_GPUS; those present):
+#                 ~90 s a run, so g = 4 alone on x4 fits one call
 #   sanitize-cli  issue 21: the cli suite alone (its mgjoin processes take most of the GPU) under each of
 #                 the four tools, at most 140 s each
 #   racecheck-copart, racecheck-e2e, racecheck-table
@@ -243,6 +246,23 @@ group_files_bench() {
   step files-bench-1gpu "${files[@]}" --scale 0.25 --gpus $(( g == 0 ? 0 : 1 )) --json-out "$OUT/files-bench-1gpu.json"
 }
 
+# Issue 41: the CLI on B 2.5·10^8 .npy (page cache warm) with pageable inputs staged (the default) and
+# registered (MGJOIN_STAGE_INPUTS=0), one after the other on the same data, at each GPU count of
+# MGJOIN_PENDING_STAGING_GPUS (default "1 2 4", those present).
+group_staging_bench() {
+  local present g stage data=/tmp/mgjoin-staging-bench
+  present=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  [ -z "${MGJOIN_PENDING_DRY:-}" ] || present=4  # a dry run lists every step
+  for g in ${MGJOIN_PENDING_STAGING_GPUS:-1 2 4}; do
+    (( g <= present )) || continue
+    for stage in 1 0; do
+      step "staging-bench-g$g-stage$stage" env MGJOIN_STAGE_INPUTS=$stage python3 scripts/bench-files.py \
+        --mgjoin "$B/mgjoin" --io-floor "$B/bench_io_floor" --repeat 3 --scale 0.25 --gpus "$g" --data "$data" \
+        --json-out "$OUT/staging-bench-g$g-stage$stage.json"
+    done
+  done
+}
+
 group_sanitize_cli() {
   local tool
   for tool in memcheck racecheck synccheck initcheck; do
@@ -353,6 +373,7 @@ for group in "$@"; do
     python) group_python ;;
     tpch) group_tpch ;;
     files-bench) group_files_bench ;;
+    staging-bench) group_staging_bench ;;
     sanitize-cli) group_sanitize_cli ;;
     racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
     x4-tests) group_x4_tests ;;
@@ -361,7 +382,7 @@ for group in "$@"; do
     x4-racecheck) group_x4_racecheck ;;
     x4-python) group_x4_python ;;
     x4-bench) group_x4_bench ;;
-    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch, files-bench," \
+    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch, files-bench, staging-bench," \
          "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table, x4-tests, x4-sanitize, x4-memcheck-cli, x4-racecheck," \
          "x4-bench)" >&2
        exit 2 ;;

@@ -601,11 +601,16 @@ void expect_npy_outputs(const TableSource& r_src, const TableSource& s_src, cons
     }
 }
 
-/// The engine of a join on GPUs, made on a thread of its own so that its start overlaps the reads;
-/// none (an invalid future) for the CPU path. Its errors come out of get(), where the join begins.
-std::future<std::unique_ptr<Engine>> start_engine(bool gpus_used, const EngineOptions& options) {
-  if (!gpus_used) return {};
-  return std::async(std::launch::async, [options] { return std::make_unique<Engine>(options); });
+/// The engine of a join on GPUs, made on a thread of its own so that the driver's start (device_count()
+/// starts it), the contexts' and the device memory's overlap the reads: none (an invalid future) for the
+/// CPU path, nullptr where no GPU is found (join() then runs the CPU path or refuses GPUs asked for by
+/// name, with its own message). Its errors come out of get(), where the join begins.
+std::future<std::unique_ptr<Engine>> start_engine(Executor where, const EngineOptions& options) {
+  if (where != Executor::Gpus) return {};
+  return std::async(std::launch::async, [options]() -> std::unique_ptr<Engine> {
+    if (gpu::device_count() == 0) return nullptr;
+    return std::make_unique<Engine>(options);
+  });
 }
 
 void run_join(const JoinArgs& args) {
@@ -633,12 +638,11 @@ void run_join(const JoinArgs& args) {
 
   // A small join with the GPUs left to choose never starts them (choose_executor): no CUDA call at all.
   const ExecutorChoice where = choose_executor(options.join, r_src.columns.front().info.size, s_src.columns.front().info.size);
-  const bool gpus_used = where.executor == Executor::Gpus && gpu::device_count() > 0;
   // The GPUs start (the driver, contexts, device memory, pinned ranges: 0.4-2 s) while this thread reads
   // the files into pageable memory; the engine pins or stages what its flow copies when the join runs.
   // Reading into pinned memory instead would wait for the driver's start (the first pinned allocation
   // does), so the two would follow each other again.
-  std::future<std::unique_ptr<Engine>> starting = start_engine(gpus_used, options.join);
+  std::future<std::unique_ptr<Engine>> starting = start_engine(where.executor, options.join);
   const MemoryKind memory = MemoryKind::Pageable;
   const bool payloads = options.output == TableOutput::Columns;
   const bool s_payloads = payloads && outputs_right_columns(options.how);
@@ -653,6 +657,10 @@ void run_join(const JoinArgs& args) {
   const HostColumns host = prepare_host_columns(r, s, r_arrow, s_arrow, engine_options, memory);
   const double read_s = seconds_since(t_read);
   throw_if_interrupted();
+  const auto t_wait = Clock::now();
+  const std::unique_ptr<Engine> engine = starting.valid() ? starting.get() : nullptr;
+  const PhaseStat waited{"start.wait", seconds_since(t_wait), 0, 0};  // the start the reads did not hide
+  const bool gpus_used = engine != nullptr;
 
   NullKeyJoin joined;
   {
@@ -663,12 +671,12 @@ void run_join(const JoinArgs& args) {
     // other with --nulls-equal.
     if (payloads) carry_payload_validity(r, with_bar.left_columns);
     if (s_payloads) carry_payload_validity(s, with_bar.right_columns);
-    const std::unique_ptr<Engine> engine = starting.valid() ? starting.get() : nullptr;
     joined = join_with_null_keys(r, s, with_bar, args.nulls_equal, [&](const TableView& a, const TableView& b, const TableJoinOptions& o) {
       return engine ? join_tables(*engine, a, b, o) : join_tables(a, b, o);
     });
     if (engine) {
       auto& phases = joined.result.join.phases;
+      phases.insert(phases.begin(), waited);
       phases.insert(phases.begin(), engine->startup().begin(), engine->startup().end());
     }
   }

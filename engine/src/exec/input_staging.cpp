@@ -45,9 +45,13 @@ InputStaging::~InputStaging() {
 }
 
 void InputStaging::make_buffers() {
-  buffers_ = HostColumn::allocate(DType::UInt8, static_cast<std::int64_t>(kBuffers * kPieceBytes), MemoryKind::Pinned);
-  MGJOIN_EXPECTS(buffers_.memory_kind() == MemoryKind::Pinned, "the input staging's buffers are pinned");
-  for (gpu::Event& e : done_) e = gpu::Event(device_, /*timing=*/false);
+  // Taken whole or not at all: a failure leaves no buffers, and the next copy tries again.
+  std::array<gpu::Event, kBuffers> done;
+  for (gpu::Event& e : done) e = gpu::Event(device_, /*timing=*/false);
+  HostColumn buffers = HostColumn::allocate(DType::UInt8, static_cast<std::int64_t>(kBuffers * kPieceBytes), MemoryKind::Pinned);
+  MGJOIN_EXPECTS(buffers.memory_kind() == MemoryKind::Pinned, "the input staging's buffers are pinned");
+  done_ = std::move(done);
+  buffers_ = std::move(buffers);
 }
 
 void InputStaging::copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
@@ -57,6 +61,7 @@ void InputStaging::copy(void* dst, const void* src, std::size_t bytes, cudaStrea
     return;
   }
   const std::lock_guard lock(turn_);
+  const gpu::DeviceGuard guard(device_);
   const auto start = timing::Clock::now();
   if (buffers_.size() == 0) make_buffers();
   for (std::size_t at = 0; at < bytes; at += kPieceBytes) {
@@ -70,8 +75,8 @@ void InputStaging::copy(void* dst, const void* src, std::size_t bytes, cudaStrea
     done_[b].record(stream);
     used_[b] = true;
   }
-  staged_ += bytes;
-  seconds_ += timing::seconds_since(start);
+  staged_.fetch_add(bytes);
+  seconds_.store(seconds_.load() + timing::seconds_since(start));  // one writer: copies take turns
 }
 
 void copy_input(InputStaging* staging, void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {

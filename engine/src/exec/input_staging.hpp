@@ -14,6 +14,7 @@
 #include <mgjoin/types.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -57,8 +58,8 @@ class InputStaging {
   std::array<gpu::Event, kBuffers> done_;  ///< each buffer's last copy out
   std::array<bool, kBuffers> used_{};
   int next_ = 0;
-  std::uint64_t staged_ = 0;
-  double seconds_ = 0;
+  std::atomic<std::uint64_t> staged_{0};  ///< read by staged_bytes() without the turn
+  std::atomic<double> seconds_{0};
 };
 
 /// Copies `bytes` from host `src` to `dst` on `stream`: through `staging` where it is given and `src`
