@@ -11,6 +11,7 @@
 #include "common/reference_join.hpp"
 #include "common/relations.hpp"
 #include "common/seed.hpp"
+#include "alloc/host_pin.hpp"
 #include "core/device.hpp"
 #include "engine/src/copart/copart_plan.hpp"
 #include "engine/src/copart/pass_plan.hpp"
@@ -81,12 +82,12 @@ TEST(InputStaging, CopiesFromPinnedOrDeviceMemoryGoStraight) {
   HostColumn pinned = HostColumn::allocate(DType::UInt64, 1 << 16, MemoryKind::Pinned);
   ASSERT_EQ(pinned.memory_kind(), MemoryKind::Pinned);
   for (std::int64_t i = 0; i < pinned.size(); ++i) pinned.as<std::uint64_t>()[i] = static_cast<std::uint64_t>(i) * 7;
-  EXPECT_FALSE(exec::is_pageable(pinned.data()));
+  EXPECT_FALSE(alloc::is_pageable(pinned.data()));
   void* device = nullptr;
   void* device2 = nullptr;
   ASSERT_EQ(cudaMalloc(&device, pinned.bytes()), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&device2, pinned.bytes()), cudaSuccess);
-  EXPECT_FALSE(exec::is_pageable(device));
+  EXPECT_FALSE(alloc::is_pageable(device));
   staging.copy(device, pinned.data(), pinned.bytes(), stream);
   staging.copy(device2, device, pinned.bytes(), stream);  // device to device, as a resident group's rows go
   std::vector<std::uint64_t> back(static_cast<std::size_t>(pinned.size()));
@@ -97,7 +98,7 @@ TEST(InputStaging, CopiesFromPinnedOrDeviceMemoryGoStraight) {
   for (std::size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], i * 7) << i;
   EXPECT_EQ(staging.staged_bytes(), 0u);
   const std::vector<std::uint64_t> pageable(4);
-  EXPECT_TRUE(exec::is_pageable(pageable.data()));
+  EXPECT_TRUE(alloc::is_pageable(pageable.data()));
 }
 
 enum class Shape : std::uint8_t { InCore, Streamed, Passes };

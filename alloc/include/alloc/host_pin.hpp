@@ -11,15 +11,23 @@
 
 namespace mgjoin::alloc {
 
-/// Whether `p` is pinned host memory (allocated pinned, or registered); false without a CUDA driver.
-inline bool is_pinned(const void* p) {
+/// What CUDA knows `p` to be: host (pinned), device, managed, or unregistered memory (also for a null
+/// pointer, or without a driver).
+inline cudaMemoryType memory_type(const void* p) {
   cudaPointerAttributes attr{};
   if (!p || cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
     cudaGetLastError();  // the attribute query of pageable memory may leave an error behind
-    return false;
+    return cudaMemoryTypeUnregistered;
   }
-  return attr.type == cudaMemoryTypeHost;
+  return attr.type;
 }
+
+/// Whether `p` is pinned host memory (allocated pinned, or registered); false without a CUDA driver.
+inline bool is_pinned(const void* p) { return memory_type(p) == cudaMemoryTypeHost; }
+
+/// Whether `p` is host memory CUDA does not know (neither pinned, nor device or managed memory, which a
+/// copy reads directly): a copy from it is staged.
+inline bool is_pageable(const void* p) { return memory_type(p) == cudaMemoryTypeUnregistered; }
 
 /// Whether [p, p + bytes) is pinned: its first and last bytes (a range cannot be pinned in part only by
 /// one registration, but a slice may start inside another one's).

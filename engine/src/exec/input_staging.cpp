@@ -1,6 +1,7 @@
 // Staged copies in from pageable input columns (input_staging.hpp).
 #include "engine/src/exec/input_staging.hpp"
 
+#include "alloc/host_pin.hpp"
 #include "core/timing.hpp"
 
 #include <mgjoin/error.hpp>
@@ -29,15 +30,6 @@ void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
 
 }  // namespace
 
-bool is_pageable(const void* p) {
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();  // older drivers report pageable memory as an error
-    return true;
-  }
-  return attr.type == cudaMemoryTypeUnregistered;
-}
-
 InputStaging::~InputStaging() {
   // The last pieces may still be crossing: their buffers go back only once they have.
   for (int b = 0; b < kBuffers; ++b)
@@ -56,7 +48,7 @@ void InputStaging::make_buffers() {
 
 void InputStaging::copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return;
-  if (!is_pageable(src)) {
+  if (!alloc::is_pageable(src)) {
     MGJOIN_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
     return;
   }

@@ -23,10 +23,6 @@
 
 namespace mgjoin::exec {
 
-/// Whether copies from `p` need staging: host memory that CUDA does not know (neither pinned, nor
-/// device or managed memory, which a copy reads directly).
-bool is_pageable(const void* p);
-
 /// One GPU's staging buffers, made on the first staged copy (a join on pinned inputs never takes them).
 /// Thread-safe: the copies of one GPU take turns.
 class InputStaging {
