@@ -87,6 +87,8 @@ def timed_joins(a, cmd, before_each=None):
                                if p["name"].startswith("start.") and p["name"] != "start.wait")
     cli["executor"] = info["executor"]
     cli["phases"] = info["phases"]  # the last run's
+    cli["peak_rss_bytes"] = info.get("peak_rss_bytes")  # the last run's (issue 41: inputs + outputs + staging)
+    cli["output_streamed"] = info.get("output_streamed", False)
     return statistics.median(times), times, cli, info
 
 
@@ -184,6 +186,10 @@ def print_table(r):
         # The last run's start the reads did not hide (start.wait) and its pageable inputs' staging.
         phase = {p["name"]: p for p in c.get("phases", [])}
         extra = "".join(f" {name} {phase[name]['seconds']:.4f}" for name in ("start.wait", "input.staged") if name in phase)
+        if c.get("peak_rss_bytes"):
+            extra += f" peak RSS {gb(c['peak_rss_bytes'])}"
+        if c.get("output_streamed"):
+            extra += " (output streamed into the files during the join)"
         rows.append((f"mgjoin join, {kind}", r[f"{kind}_wall_seconds"],
                      f"CLI: read {c['read_seconds']:.4f} join {c['join_seconds']:.4f} write {c['write_seconds']:.4f}"
                      f" start {c['start_seconds']:.4f}{extra}; {c['executor']}"))

@@ -24,7 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -490,6 +492,43 @@ std::vector<std::string> write_outputs(const fs::path& dir, NullKeyJoin& join, c
   return names;
 }
 
+/// Whether the join's output may stream into .npy files as it is made: columns to .npy, and no column that
+/// the host makes after the join (strings: keys decoded, payloads gathered by row numbers). The table
+/// layer then streams a carried join's columns (TableJoinOptions::join's sink), and the null keys' parts
+/// never.
+bool streams_output(TableOutput form, TableFormat format, const HostColumns& host) {
+  return form == TableOutput::Columns && format == TableFormat::Npy && host.gathered.empty() && host.dictionaries.empty();
+}
+
+/// Whether the output may stream at all: MGJOIN_STREAM_OUTPUT=0 writes it after the join instead (to
+/// compare the two). @throw InputError for another value.
+bool output_streaming_allowed() {
+  const char* env = std::getenv("MGJOIN_STREAM_OUTPUT");
+  if (!env) return true;
+  const std::string v = env;
+  MGJOIN_INPUT_EXPECTS(v == "0" || v == "1" || v == "off" || v == "on",
+                       "MGJOIN_STREAM_OUTPUT=" + v + ": expected 1 or on (the default), 0 or off");
+  return v == "1" || v == "on";
+}
+
+/// The files a streamed join wrote (NpyResultFiles), named for the result's columns ("key", "r.<name>",
+/// "s.<name>": TableJoinOptions::join says which part each is), their headers written, committed.
+std::vector<std::string> commit_streamed_outputs(const fs::path& dir, const TableJoinResult& result, NpyResultFiles& files,
+                                                 bool overwrite) {
+  std::array<fs::path, 3> paths;
+  for (const NamedColumn& c : result.columns) {
+    const auto part = c.name.starts_with("r.") ? ResultPart::RPayload : c.name.starts_with("s.") ? ResultPart::SPayload : ResultPart::Key;
+    MGJOIN_EXPECTS(paths[static_cast<int>(part)].empty(), "a streamed join's columns: one for each part");
+    paths[static_cast<int>(part)] = dir / (c.name + ".npy");
+  }
+  std::vector<StagedColumnFile> staged = files.finish(result.join, paths);
+  throw_if_interrupted();  // the staged files are removed as they go out of scope
+  commit_all(staged, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
+  std::vector<std::string> names;
+  for (const auto& f : staged) names.push_back(f.final_path().string());
+  return names;
+}
+
 nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, const TableView& r, const TableView& s,
                        double read_s, double write_s, const std::vector<std::string>& outputs) {
   nlohmann::json j = run_summary(result);
@@ -498,7 +537,8 @@ nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, cons
   j["r_rows"] = r.rows();
   j["s_rows"] = s.rows();
   j["read_seconds"] = read_s;
-  j["write_seconds"] = write_s;
+  j["write_seconds"] = write_s;  // with output_streamed: the headers and the commit (the rows went during the join)
+  j["output_streamed"] = result.join.sunk;
   j["output_files"] = outputs;
   j["peak_rss_bytes"] = alloc::peak_resident_bytes();
   return j;
@@ -635,6 +675,7 @@ void run_join(const JoinArgs& args) {
     expect_npy_outputs(r_src, s_src, options);
   const fs::path out_dir = args.out_dir;
   if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
+  const bool may_stream = writes && output_streaming_allowed();
 
   // A small join with the GPUs left to choose never starts them (choose_executor): no CUDA call at all.
   const ExecutorChoice where = choose_executor(options.join, r_src.columns.front().info.size, s_src.columns.front().info.size);
@@ -662,11 +703,15 @@ void run_join(const JoinArgs& args) {
   const PhaseStat waited{"start.wait", seconds_since(t_wait), 0, 0};  // the start the reads did not hide
   const bool gpus_used = engine != nullptr;
 
+  // .npy columns the join's flow outputs as they are go to their files while it runs (NpyResultFiles).
+  std::optional<NpyResultFiles> streamed;
+  if (may_stream && streams_output(form, format, host)) streamed.emplace(out_dir, "--out-dir");  // made on its first rows
   NullKeyJoin joined;
   {
     ProgressBar bar(progress_wanted(args.quiet));
     TableJoinOptions with_bar = engine_options;
     with_bar.join.progress = with_test_interrupt(bar.callback());
+    if (streamed) with_bar.join.sink = &*streamed;
     // Payload nulls travel as hidden bool columns; rows with null keys match nothing (SQL), or each
     // other with --nulls-equal.
     if (payloads) carry_payload_validity(r, with_bar.left_columns);
@@ -693,7 +738,10 @@ void run_join(const JoinArgs& args) {
 
   std::vector<std::string> outputs;
   const auto t_write = Clock::now();
-  if (writes) outputs = write_outputs(out_dir, joined, options, args.overwrite, format, output_types(r_src, s_src), host);
+  if (writes && result.join.sunk)
+    outputs = commit_streamed_outputs(out_dir, joined.result, *streamed, args.overwrite);
+  else if (writes)
+    outputs = write_outputs(out_dir, joined, options, args.overwrite, format, output_types(r_src, s_src), host);
   const double write_s = seconds_since(t_write);
 
   if (args.json) {

@@ -214,17 +214,19 @@ void carry_payload_validity(LoadedTable& t, std::optional<std::vector<std::strin
   }
 }
 
-NullKeyJoin join_with_null_keys(const LoadedTable& r, const LoadedTable& s, const TableJoinOptions& o, bool nulls_equal,
+NullKeyJoin join_with_null_keys(const LoadedTable& r, const LoadedTable& s, const TableJoinOptions& options, bool nulls_equal,
                                 const std::function<TableJoinResult(const TableView&, const TableView&,
                                                                     const TableJoinOptions&)>& run) {
   NullKeyJoin out;
   out.key_valid.resize(r.key.size());
   if (!has_null_key(r) && !has_null_key(s)) {  // the tables as they are
-    out.result = run(r.view(), s.view(), o);
+    out.result = run(r.view(), s.view(), options);
     return out;
   }
   std::vector<JoinPart> parts;
   const std::vector<std::int64_t> none;
+  TableJoinOptions o = options;
+  o.join.sink = nullptr;  // each part's output is a piece of the whole, concatenated below
   const std::vector<RowGroup> groups = null_pattern_groups(r, s);
   const auto add = [&](std::uint64_t pattern, const std::vector<std::int64_t>& r_rows, const std::vector<std::int64_t>& s_rows) {
     LoadedTable r_copy, s_copy;

@@ -50,7 +50,8 @@ struct NullKeyJoin {
 
 /// Joins `r` and `s` by `run` (join_tables with the CLI's engine and progress) after setting aside the
 /// rows whose key is null, which match nothing or, with `nulls_equal`, the other side's rows whose key
-/// is null in the same components; gather maps index the tables as read.
+/// is null in the same components; gather maps index the tables as read. A sink in `options` (JoinSettings::sink)
+/// is used only where no key is null (one join, whose output is the whole).
 NullKeyJoin join_with_null_keys(const LoadedTable& r, const LoadedTable& s, const TableJoinOptions& options,
                                 bool nulls_equal,
                                 const std::function<TableJoinResult(const TableView&, const TableView&,

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 namespace mgjoin::test {
@@ -148,6 +149,51 @@ TEST_F(CliTest, JsonSummaryParses) {
   const CliResult c = mgjoin("join --r-dir gen --s-dir gen --gpus 0 --count --json");
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(nlohmann::json::parse(c.out).at("count").get<std::uint64_t>(), 10'000u);
+}
+
+// An inner .npy join's columns go to their files as the join makes them (NpyResultFiles); a left join's
+// are gathered after it and written whole. Both outputs are the same rows, and nothing hidden is left.
+TEST_F(CliTest, AnInnerJoinStreamsItsNpyOutputAndALeftJoinWritesItAfter) {
+  const std::vector<std::int64_t> r_key{5, -2, 1, -2, INT64_MIN}, r_val{50, 20, 10, 21, 1};
+  const std::vector<std::int64_t> s_key{-2, 5, INT64_MIN, 8}, s_val{7, 8, 9, 10};
+  for (const char* side : {"r", "s"}) std::filesystem::create_directory(dir() / side);
+  write_column(path("r/key.npy"), ColumnView{r_key.data(), 5, DType::Int64});
+  write_column(path("r/v.npy"), ColumnView{r_val.data(), 5, DType::Int64});
+  write_column(path("s/key.npy"), ColumnView{s_key.data(), 4, DType::Int64});
+  write_column(path("s/w.npy"), ColumnView{s_val.data(), 4, DType::Int64});
+  for (const auto& [how, streamed, rows] : {std::tuple{"inner", true, 4}, std::tuple{"left", false, 5}}) {
+    SCOPED_TRACE(how);
+    const CliResult r = mgjoin(std::string("join --r r --s s --how ") + how + " --gpus 0 --out-dir out --overwrite --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("output_streamed").get<bool>(), streamed);
+    EXPECT_EQ(j.at("count").get<int>(), rows);
+    auto names = entries("out");
+    std::sort(names.begin(), names.end());
+    const std::vector<std::string> inner{"key.npy", "r.v.npy", "s.w.npy"}, left{"key.npy", "r.v.npy", "s.valid.npy", "s.w.npy"};
+    EXPECT_EQ(names, streamed ? inner : left);
+    const auto key = values<std::int64_t>(read_column(path("out/key.npy")));
+    const auto v = values<std::int64_t>(read_column(path("out/r.v.npy")));
+    const auto w = values<std::int64_t>(read_column(path("out/s.w.npy")));
+    ASSERT_EQ(key.size(), static_cast<std::size_t>(rows));
+    std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> got;
+    for (std::size_t i = 0; i < key.size(); ++i) got.emplace_back(key[i], v[i], w[i]);
+    std::sort(got.begin(), got.end());
+    // By hand: -2 (twice on R) with -2, 5 with 5, MIN with MIN; a left join adds 1's row, S's columns zero.
+    std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> want{
+        {INT64_MIN, 1, 9}, {-2, 20, 7}, {-2, 21, 7}, {5, 50, 8}};
+    if (!streamed) want.insert(want.begin() + 3, {1, 10, 0});
+    EXPECT_EQ(got, want);
+  }
+  // MGJOIN_STREAM_OUTPUT=0 writes an inner join's output after it too; another value is one line.
+  const CliResult off = mgjoin("join --r r --s s --gpus 0 --out-dir out --overwrite --json", "MGJOIN_STREAM_OUTPUT=0 ");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_FALSE(nlohmann::json::parse(off.out).at("output_streamed").get<bool>());
+  EXPECT_EQ(read_column(path("out/key.npy")).size(), 4);
+  const CliResult bad = mgjoin("join --r r --s s --gpus 0 --out-dir out2", "MGJOIN_STREAM_OUTPUT=maybe ");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("MGJOIN_STREAM_OUTPUT=maybe: expected 1 or on (the default), 0 or off"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out2")));
 }
 
 TEST_F(CliTest, SameSeedSameFiles) {

@@ -10,6 +10,7 @@
 #include "common/engines.hpp"
 #include "common/gpu.hpp"
 #include "common/keys.hpp"
+#include "common/collecting_sink.hpp"
 #include "common/reference_join.hpp"
 #include "common/relations.hpp"
 #include "common/tier.hpp"
@@ -146,6 +147,15 @@ inline std::string check_planned(const Relation& r, const Relation& s, int g, st
   EXPECT_EQ(result.count, expected.count);
   if (output == OutputMode::Materialize) {
     EXPECT_TRUE(result_tuples(result) == expected.tuples) << "the output tuples differ from the reference";
+    // Again into a sink (JoinSettings::sink): the windows go to it from the pinned staging, every row once.
+    CollectingSink sink;
+    options.sink = &sink;
+    Relation rs = copy_of(r), ss = copy_of(s);
+    const JoinResult sunk = shared_engines().get(g, limit).join(rs.view(), ss.view(), options);
+    EXPECT_NE(sunk.strategy_reason.find(variant), std::string::npos) << sunk.strategy_reason;
+    EXPECT_TRUE(sunk.sunk);
+    EXPECT_GT(sink.calls(), 0u);
+    EXPECT_TRUE(result_tuples(sink.as_result(sunk)) == expected.tuples) << "the sunk tuples differ from the reference";
   }
   return result.strategy_reason;
 }

@@ -1,10 +1,12 @@
 // Pageable inputs cross through the engine's pinned input staging (exec/input_staging.hpp) instead of being
 // registered whole: the staging's copies equal their sources at every size around its pieces, and joins on
 // pageable inputs — in core, streamed, in passes, late payloads — equal a CPU reference join, at g = 1 and 2,
-// with the staging on and off (MGJOIN_STAGE_INPUTS=0).
+// with the staging on and off (MGJOIN_STAGE_INPUTS=0); materialized, also into a sink (JoinSettings::sink),
+// whose rows the output windows hand it from the pinned staging (the paper flow: its whole columns).
 #include <mgjoin/engine.hpp>
 #include <mgjoin/join.hpp>
 
+#include "common/collecting_sink.hpp"
 #include "common/engines.hpp"
 #include "common/env.hpp"
 #include "common/gpu.hpp"
@@ -176,6 +178,13 @@ TEST_P(StagedJoin, PageableInputsJoinAsTheReferenceDoesWithTheStagingOnAndOff) {
     ASSERT_EQ(got.count, expected.count) << got.executor;
     if (c.output == OutputMode::Materialize) {
       ASSERT_EQ(result_tuples(got), expected.tuples) << got.executor;
+      // Into a sink (JoinSettings::sink), as `mgjoin join` streams its .npy output: every row once.
+      CollectingSink sink;
+      o.sink = &sink;
+      const JoinResult sunk = engine.join(in.r.view(), in.s.view(), o);
+      o.sink = nullptr;
+      EXPECT_EQ(sunk.executor, got.executor);
+      ASSERT_EQ(result_tuples(sink.as_result(sunk)), expected.tuples) << sunk.executor;
     }
     if (c.shape == Shape::Passes) {
       EXPECT_NE(got.executor.find("passes"), std::string::npos) << got.executor;
@@ -207,6 +216,21 @@ TEST(StagedJoin, PinnedInputsAreNotStaged) {
   const JoinResult got = shared_engines().get(1, 0).join(r.view(), s.view(), o);
   EXPECT_EQ(got.count, reference_count(pageable.r, pageable.s));
   EXPECT_EQ(phase(got, "input.staged"), nullptr);
+}
+
+TEST(StagedJoin, ThePaperFlowPoursItsColumnsIntoASink) {
+  if (gpu_count() < 1) GTEST_SKIP() << "needs a GPU";
+  Inputs in = inputs(announce_seed(), 300'000, 200'000);
+  const ReferenceResult expected = reference_result(in.r, in.s, OutputMode::Materialize);
+  CollectingSink sink;
+  JoinSettings o;
+  o.strategy = JoinStrategy::Paper;
+  o.keep_inputs = true;
+  o.sink = &sink;
+  const JoinResult sunk = shared_engines().get(1, 0).join(in.r.view(), in.s.view(), o);
+  EXPECT_EQ(sunk.strategy, JoinStrategy::Paper);
+  ASSERT_EQ(result_tuples(sink.as_result(sunk)), expected.tuples) << sunk.executor;
+  EXPECT_EQ(sink.calls(), 3u);  // its whole key and payload columns, once each
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -56,6 +56,12 @@ def main():
         problems += [f"{kind}_cli.{part}: missing" for part in CLI_PARTS if part not in cli]
         if not cli.get("read_seconds", 0) > 0 or not cli.get("join_seconds", 0) > 0:
             problems.append(f"{kind}_cli: the CLI's read and join parts should be positive: {cli}")
+    materialized = res.get("materialized_cli", {})
+    if materialized.get("output_streamed") is not True:  # an inner join of .npy columns: into its files as it runs
+        problems.append(f"materialized_cli.output_streamed: {materialized.get('output_streamed')!r}, expected true")
+    for kind in ("count", "materialized"):
+        if not (res.get(f"{kind}_cli", {}).get("peak_rss_bytes") or 0) > 0:
+            problems.append(f"{kind}_cli.peak_rss_bytes: missing or not positive")
     if res.get("output_bytes") != 24 * res.get("count", -1) + 3 * 128:  # three .npy files of 8-byte columns
         problems.append(f"output_bytes {res.get('output_bytes')} for {res.get('count')} rows")
     if res.get("pcie_floor_keys_seconds") is not None or res.get("gpus_used") != 0:

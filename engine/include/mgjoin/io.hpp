@@ -7,11 +7,16 @@
 //
 // Large files are read and written by several threads at once (pread/pwrite of disjoint blocks).
 // Every failure throws InputError with one line that names the file and the problem.
+#include <mgjoin/join.hpp>
 #include <mgjoin/types.hpp>
+
+#include <array>
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -125,6 +130,43 @@ StagedColumnFile stage_string_column(const std::filesystem::path& path, const St
 
 /// stage_column + commit.
 void write_column(const std::filesystem::path& path, ColumnView column);
+
+/// A ResultSink (join.hpp) that writes a materialized join's output columns into .npy files while the
+/// join runs (`mgjoin join`'s .npy output): each window of rows goes straight to its place in its part's
+/// file, a hidden temporary one in `dir` whose header's room is kept (the header, with the row count, is
+/// written last, by finish(), which also names the files). Files are made on a part's first rows, `dir`
+/// with the first of them (prepare_output_directory; `option` names it in errors); the destructor removes
+/// the files finish() did not hand over, so a failed join leaves nothing that looks complete.
+class NpyResultFiles final : public ResultSink {
+ public:
+  NpyResultFiles(std::filesystem::path dir, const char* option);
+  ~NpyResultFiles() override;
+  NpyResultFiles(const NpyResultFiles&) = delete;
+  NpyResultFiles& operator=(const NpyResultFiles&) = delete;
+
+  /// @throw InputError naming the file when it cannot be made or written; Error (a misuse) for rows of
+  /// another type than the part's earlier rows.
+  void write(ResultPart part, DType type, std::uint64_t first_row, std::uint64_t rows, const void* data) override;
+
+  /// After the join: `paths[part]` is the final .npy path of each part `result` has (empty for one it has
+  /// not). Writes each part's header for `result.count` rows of its column's type (`result`'s key,
+  /// r_payload, s_payload, which a sunk result holds empty), cuts its file to those rows (makes it where
+  /// the join output none), and returns the files staged for commit_all (stage_column's rules).
+  /// @throw InputError naming the file; Error (a misuse) where a part with rows has no path.
+  std::vector<StagedColumnFile> finish(const JoinResult& result, const std::array<std::filesystem::path, 3>& paths);
+
+  /// Bytes written into the files so far (the rows, not the headers).
+  std::uint64_t bytes_written() const;
+
+ private:
+  struct Part;
+  /// dir_ made, and checked, once.
+  void prepare_directory();
+  std::filesystem::path dir_;
+  const char* option_;
+  std::once_flag prepared_;
+  std::vector<std::unique_ptr<Part>> parts_;
+};
 
 /// A table written in parts (`mpirun -np N mgjoin join ... --out-dir D`): D/manifest.json with
 /// "format": "mgjoin-parts" names its column files and its part directories, in order; a column is its

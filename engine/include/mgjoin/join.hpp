@@ -71,6 +71,25 @@ struct MatchRange {
   friend constexpr bool operator==(const MatchRange&, const MatchRange&) = default;
 };
 
+/// The columns of a materialized join's output (JoinResult::key, r_payload, s_payload).
+enum class ResultPart : std::uint8_t { Key, RPayload, SPayload };
+
+/// Where a materialized join puts its rows as they are made, instead of result columns in host memory:
+/// e.g. files written while the GPUs still join (NpyResultFiles, io.hpp: `mgjoin join`'s .npy output).
+/// The co-partitioned flows hand it each output window as it leaves its GPU's pinned staging (so the
+/// output never waits whole in host memory); the paper flow and the CPU path hand it their whole columns
+/// at the end. Each present part's rows [0, JoinResult::count) are all written, in no particular order,
+/// from several threads at once (one per GPU): write() must be safe to call concurrently for disjoint
+/// rows. A row may be written again (the paper flow taking over a co-partitioned run that failed): the
+/// last write holds. An exception from write() ends the join.
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  /// Rows [first_row, first_row + rows) of `part`, values of `type` (the part's, the same in every call)
+  /// at `data`.
+  virtual void write(ResultPart part, DType type, std::uint64_t first_row, std::uint64_t rows, const void* data) = 0;
+};
+
 /// Progress of a long run, reported from the calling thread: phase name and fraction done [0, 1].
 using ProgressCallback = std::function<void(const std::string& phase, double fraction)>;
 
@@ -107,6 +126,9 @@ struct JoinSettings {
   /// phases), having waited for its GPU work and freed what it took; nothing is output. The paper flow
   /// and the CPU path may leave the inputs permuted (they sort in place), never with rows lost.
   const std::atomic<bool>* cancel = nullptr;
+  /// Optional, OutputMode::Materialize only: the rows go to it (ResultSink) and JoinResult's columns stay
+  /// empty (of their types); JoinResult::sunk says so. Not owned: it must outlive the join.
+  ResultSink* sink = nullptr;
 };
 
 /// What one mgjoin::join() call asks for: the engine it makes (EngineOptions) and the join (JoinSettings).
@@ -126,6 +148,7 @@ struct JoinResult {
   std::uint64_t count = 0;          ///< number of output tuples
   std::vector<MatchRange> ranges;   ///< OutputMode::Ranges (into the sorted inputs)
   HostColumn key, r_payload, s_payload;  ///< OutputMode::Materialize (payload columns when present)
+  bool sunk = false;  ///< the rows went to JoinSettings::sink: the columns above are empty, of their types
   std::vector<PhaseStat> phases;
   double seconds = 0;               ///< wall time of the whole join
   std::uint64_t peak_host_bytes = 0;  ///< host memory held by the join beyond its inputs, at peak

@@ -115,7 +115,10 @@ struct TableJoinOptions {
   /// just their key (what the CLI reads). Off by default: the caller's columns are never modified.
   bool may_reorder_inputs = false;
   /// GPUs, flow, sort, exchange, memory, progress and cancellation of the join underneath. Its `output`
-  /// and `payloads` are chosen by join_tables and ignored here.
+  /// and `payloads` are chosen by join_tables and ignored here. Its `sink` takes the output columns where
+  /// a carried join's result is them (TableJoinResult::materialization "carried"; the sink's parts are
+  /// the columns "key", "r.<name>", "s.<name>" in that order, those present): the result's `join.sunk`
+  /// then says so, and its columns are empty, of their types. Elsewhere it is not used.
   JoinOptions join;
 };
 

@@ -8,6 +8,7 @@
 #include "engine/src/api/engine_resources.hpp"
 #include "engine/src/join/cpu_join.hpp"
 #include "engine/src/exec/kept_inputs.hpp"
+#include "engine/src/exec/output_columns.hpp"
 #include "engine/src/sort/merge_sort.hpp"
 #include "core/cancel.hpp"
 #include "core/device.hpp"
@@ -94,6 +95,7 @@ JoinResult cpu_path(RelationView r, RelationView s, const JoinOptions& options, 
   std::optional<detail::KeptInputs> kept;  // the CPU path sorts in place
   if (options.keep_inputs) kept = detail::copy_inputs(r, s);
   JoinResult result = kept ? detail::cpu_join(kept->r, kept->s, options) : detail::cpu_join(r, s, options);
+  if (options.output == OutputMode::Materialize) exec::pour_into_sink(result, options.sink);
   result.strategy = JoinStrategy::Paper;
   result.strategy_reason = std::move(reason);
   return result;

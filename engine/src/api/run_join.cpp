@@ -7,6 +7,7 @@
 #include "alloc/host_pin.hpp"
 #include "engine/src/exec/kept_inputs.hpp"
 #include "engine/src/exec/labels.hpp"
+#include "engine/src/exec/output_columns.hpp"
 #include "engine/src/flows/copart/bucketed.hpp"
 #include "engine/src/flows/copart/copart_flow.hpp"
 #include "engine/src/flows/copart/passes.hpp"
@@ -112,7 +113,8 @@ class JoinRun {
     const std::uint64_t pinned = buckets  ? buckets->pinned_bytes
                                  : passes ? passes->pinned_bytes
                                           : copart::pinned_bytes_needed(choice.plan, request_.output);
-    const copart::CopartContext context = e_.copart_context(request_.exchange, pinned, request_.stage_inputs);
+    copart::CopartContext context = e_.copart_context(request_.exchange, pinned, request_.stage_inputs);
+    if (request_.output == OutputMode::Materialize) context.sink = options_.sink;
     const PhaseStat staged_before = e_.staged_inputs();
     if (buckets)
       copart::run_bucketed(r, s, *buckets, request_.output, request_.payloads, context, result);
@@ -156,7 +158,9 @@ JoinResult join_on(EngineResources& e, RelationView r, RelationView s, const Joi
   expect_inputs_keepable(options);
   std::vector<alloc::HostPin> pins;  // the inputs a run registers rather than stages
   try {
-    return JoinRun(e, options, pins).run(r, s);
+    JoinResult result = JoinRun(e, options, pins).run(r, s);
+    if (options.output == OutputMode::Materialize) exec::pour_into_sink(result, options.sink);  // the paper flow's
+    return result;
   } catch (...) {
     e.synchronize();  // before the pins above go and the stacks serve another join
     throw;

@@ -15,15 +15,24 @@
 namespace mgjoin::exec {
 
 OutputColumns::OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw,
-                             JoinResult& result, int gpus)
-    : result_(result), gpus_(gpus), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
+                             JoinResult& result, int gpus, ResultSink* sink)
+    : result_(result), gpus_(gpus), sink_(sink), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
       present_{true, rw.payload_bytes > 0, sw.payload_bytes > 0},
-      row_bytes_(output_row_bytes(rw, sw)) {}
+      row_bytes_(output_row_bytes(rw, sw)) {
+  if (sink_) finish_empty();  // the windows name their rows' type by the (empty) columns'
+}
+
+void OutputColumns::finish_empty() {
+  const std::array<HostColumn*, 3> columns{&result_.key, &result_.r_payload, &result_.s_payload};
+  for (int c = 0; c < 3; ++c)
+    if (present_[c]) *columns[c] = HostColumn::allocate(types_[c], 0);
+}
 
 std::uint64_t OutputColumns::reserve(std::uint64_t rows, double arrived) {
   CheckedSum end{next_};
   end.add(rows);
   if (end.overflowed) detail::throw_output_overflow("the joined parts");
+  if (sink_) return std::exchange(next_, end.value);  // the rows go to the sink: nothing to take
   if (end.value > capacity_) {
     std::uint64_t wanted = end.value;
     if (arrived < 1) {
@@ -43,6 +52,12 @@ std::uint64_t OutputColumns::reserve(std::uint64_t rows, double arrived) {
 }
 
 void OutputColumns::finish() {
+  if (sink_) {
+    finish_empty();
+    result_.count = next_;
+    result_.sunk = true;
+    return;
+  }
   if (capacity_ == 0) take(0);
   for (HostColumn* c : {&result_.key, &result_.r_payload, &result_.s_payload})
     if (c->size()) c->truncate(static_cast<std::int64_t>(next_));
@@ -64,6 +79,17 @@ void OutputColumns::take(std::uint64_t rows) {
   if (next_) copy_in_blocks(copies);
   for (int c = 0; c < 3; ++c) *columns[c] = std::move(fresh[c]);
   capacity_ = rows;
+}
+
+void pour_into_sink(JoinResult& result, ResultSink* sink) {
+  if (!sink || result.sunk) return;
+  const std::array<std::pair<ResultPart, HostColumn*>, 3> parts{
+      {{ResultPart::Key, &result.key}, {ResultPart::RPayload, &result.r_payload}, {ResultPart::SPayload, &result.s_payload}}};
+  for (auto& [part, column] : parts) {
+    if (column->size()) sink->write(part, column->type(), 0, static_cast<std::uint64_t>(column->size()), column->data());
+    *column = HostColumn::allocate(column->type(), 0);
+  }
+  result.sunk = true;
 }
 
 }  // namespace mgjoin::exec

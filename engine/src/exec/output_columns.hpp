@@ -22,9 +22,10 @@ using copart::Widths;
 class OutputColumns {
  public:
   /// Columns of `result`: the key, and each side's payload where `r` / `s` move one; `gpus` is the GPU
-  /// count of the join that writes them (pin_result_columns() says why it matters).
+  /// count of the join that writes them (pin_result_columns() says why it matters). With a `sink`
+  /// (JoinSettings::sink) the rows go to it instead: no host memory is taken, the columns stay empty.
   OutputColumns(const RelationView& r, const RelationView& s, const Widths& rw, const Widths& sw, JoinResult& result,
-                int gpus);
+                int gpus, ResultSink* sink = nullptr);
 
   /// Output rows [base, base + rows) for one part of the output, `arrived` (0, 1] of the input having
   /// been joined with it; returns base. At `arrived` 1 the columns grow to exactly what is needed.
@@ -35,16 +36,21 @@ class OutputColumns {
   void finish();
 
   JoinResult& result() { return result_; }
+  /// Where the windows go instead of the columns (nullptr: into the columns).
+  ResultSink* sink() const { return sink_; }
   /// Rows reserved so far.
   std::uint64_t rows() const { return next_; }
   /// Whether `more` rows fit the columns as they are (reserve() would not move them).
-  bool holds(std::uint64_t more) const { return more <= capacity_ - next_; }
+  bool holds(std::uint64_t more) const { return sink_ || more <= capacity_ - next_; }
 
  private:
   void take(std::uint64_t rows);
+  /// The result's present columns, empty, of their types (a sink takes the rows).
+  void finish_empty();
 
   JoinResult& result_;
   int gpus_;
+  ResultSink* sink_;
   std::array<DType, 3> types_;
   std::array<bool, 3> present_;
   std::uint64_t row_bytes_;
@@ -74,5 +80,10 @@ struct OutputInto {
   /// The share joined once `part` (0..1) of this run is done.
   double at(double part) const { return part >= 1 ? after : before + (after - before) * part; }
 };
+
+/// Hands a materialized result's columns to `sink` (JoinSettings::sink) where a flow made them in host
+/// memory (the paper flow, the CPU path), and frees them; marks the result sunk. Nothing where there is no
+/// sink, or the flow already wrote to it.
+void pour_into_sink(JoinResult& result, ResultSink* sink);
 
 }  // namespace mgjoin::exec

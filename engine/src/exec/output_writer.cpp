@@ -67,8 +67,10 @@ class WindowJobs {
              const copart::OutputWindowArgs& common, std::uint64_t base, std::uint64_t total)
       : w_(w), gpu_(gpu), window_(window_rows), columns_(columns), common_(common), base_(base), total_(total),
         windows_((total + window_rows - 1) / window_rows) {
-    const auto pinned = [](const HostColumn* c) { return c->size() == 0 || c->memory_kind() == MemoryKind::Pinned; };
-    direct_ = std::all_of(columns.begin(), columns.end(), [&](const WindowColumn& c) { return pinned(c.to); });
+    const auto pinned = [](const WindowColumn& c) {
+      return !c.sink && (c.to->size() == 0 || c.to->memory_kind() == MemoryKind::Pinned);
+    };
+    direct_ = std::all_of(columns.begin(), columns.end(), pinned);
   }
 
   std::uint64_t jobs() const { return windows_ * columns_.size(); }
@@ -110,13 +112,14 @@ class WindowJobs {
   }
 
   /// Straight into pinned columns the host need not wait: the streams order the windows' reuse.
-  /// Through staging it copies each window out before its staging is reused.
+  /// Through staging it copies each window out (or hands it to the sink) before its staging is reused.
   void drain(std::uint64_t k) {
     if (direct_) return;
     const int b = window_of(k);
     w_.copied[b].synchronize();
     const WindowColumn& c = columns_[k / windows_];
     const auto [o0, n] = rows_of(k % windows_);
+    if (c.sink) return c.sink->write(c.part, c.to->type(), base_ + o0, n, w_.staging[b].data());
     const ByteCopy copy{c.to->as<std::byte>() + (base_ + o0) * c.bytes, w_.staging[b].data(), n * c.bytes};
     copy_in_blocks({&copy, 1});
   }

@@ -16,6 +16,7 @@
 #include "engine/src/exec/lanes.hpp"
 #include "engine/src/join/output_count.hpp"
 
+#include <mgjoin/join.hpp>
 #include <mgjoin/types.hpp>
 
 #include <array>
@@ -84,14 +85,16 @@ struct OutputWindows {
   }
 };
 
-/// One column of a job's output: where it goes, its width, which of the kernel's outputs it is, and an
-/// event its first window waits for (late payloads: their arrival; nullptr: none).
+/// One column of a job's output: where it goes (a result column, or the join's sink, which then takes
+/// the windows from the pinned staging), its width, which of the kernel's outputs it is, and an event its
+/// first window waits for (late payloads: their arrival; nullptr: none).
 struct WindowColumn {
-  enum class Part { Key, RPayload, SPayload };
+  using Part = ResultPart;
   HostColumn* to = nullptr;
   int bytes = 0;
   Part part = Part::Key;
   const gpu::Event* ready = nullptr;
+  ResultSink* sink = nullptr;  ///< where set, the rows go to it, not to `to`
 };
 
 /// Where a GPU writes its windows: its device, stacks and streams (work: the join and scan that fill
@@ -106,8 +109,8 @@ struct WindowGpu {
 /// One GPU's output rows [base, base + total) of the result, column by column, each window by window of
 /// `window_rows` rows, on the out stream after the work issued so far: the GPU writes window k + 1 while
 /// window k crosses PCIe. Pinned result columns take the windows straight, and the host returns at once
-/// (wait_for_windows() waits for them); pageable ones go through the pinned staging, which the host
-/// copies out window by window.
+/// (wait_for_windows() waits for them); pageable ones and a sink's go through the pinned staging, which
+/// the host copies out (or hands the sink) window by window.
 void write_windows(OutputWindows& windows, const WindowGpu& gpu, std::uint64_t window_rows,
                    std::span<const WindowColumn> columns, const copart::OutputWindowArgs& common, std::uint64_t base,
                    std::uint64_t total);

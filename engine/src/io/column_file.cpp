@@ -95,6 +95,11 @@ ColumnFileInfo inspect(const detail::FileHandle& file, const fs::path& path, std
   return file_format_of(path) == FileFormat::Npy ? inspect_npy(file) : inspect_raw(file, raw_type);
 }
 
+}  // namespace
+
+namespace detail {
+namespace {
+
 /// This host's name, for temp names: ranks on several hosts that share a directory may share pids.
 const std::string& host_name() {
   static const std::string name = [] {
@@ -107,7 +112,8 @@ const std::string& host_name() {
   return name;
 }
 
-/// Hidden and unique per host, process and call, so that concurrent writers never share a temp file.
+}  // namespace
+
 fs::path temp_path_for(const fs::path& final_path) {
   static std::atomic<std::uint64_t> counter{0};
   std::string name = ".";
@@ -116,7 +122,9 @@ fs::path temp_path_for(const fs::path& final_path) {
   return final_path.parent_path() / name;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::temp_path_for;
 
 FileFormat file_format_of(const fs::path& path) {
   return lower(path.extension().string()) == ".npy" ? FileFormat::Npy : FileFormat::Raw;

@@ -48,16 +48,18 @@ int transfer_block(BlockIo io, int fd, char* buf, std::size_t bytes, std::uint64
   return 0;
 }
 
-/// Splits [0, bytes) into blocks moved by up to kMaxIoThreads threads; returns the first error.
-int transfer_parallel(BlockIo io, int fd, char* buf, std::size_t bytes, std::uint64_t offset) {
-  if (bytes < kParallelThreshold) return transfer_block(io, fd, buf, bytes, offset);
-  const std::int64_t blocks = static_cast<std::int64_t>((bytes + kBlockBytes - 1) / kBlockBytes);
+/// Splits [0, bytes) into blocks of `block` bytes moved by up to kMaxIoThreads threads (one thread below
+/// `threshold`); returns the first error.
+int transfer_parallel(BlockIo io, int fd, char* buf, std::size_t bytes, std::uint64_t offset,
+                      std::size_t block = kBlockBytes, std::size_t threshold = kParallelThreshold) {
+  if (bytes < threshold) return transfer_block(io, fd, buf, bytes, offset);
+  const std::int64_t blocks = static_cast<std::int64_t>((bytes + block - 1) / block);
   std::atomic<int> error{0};
 #pragma omp parallel for schedule(dynamic, 1) num_threads(kMaxIoThreads)
   for (std::int64_t b = 0; b < blocks; ++b) {
     if (error.load(std::memory_order_relaxed) != 0) continue;
-    const std::size_t begin = static_cast<std::size_t>(b) * kBlockBytes;
-    const std::size_t len = std::min(kBlockBytes, bytes - begin);
+    const std::size_t begin = static_cast<std::size_t>(b) * block;
+    const std::size_t len = std::min(block, bytes - begin);
     if (const int e = transfer_block(io, fd, buf + begin, len, offset + begin); e != 0) {
       int expected = 0;
       error.compare_exchange_strong(expected, e);
@@ -111,11 +113,17 @@ void FileHandle::read_exact(void* dst, std::size_t bytes, std::uint64_t offset) 
   if (e != 0) throw InputError(path_ + ": read failed: " + reason(e));
 }
 
-void FileHandle::write_exact(const void* src, std::size_t bytes, std::uint64_t offset) const {
+void FileHandle::write_exact(const void* src, std::size_t bytes, std::uint64_t offset, std::size_t block) const {
   // pwrite never modifies the buffer; the adapter type is shared with pread.
-  const int e = transfer_parallel(pwrite_adapter, fd_, static_cast<char*>(const_cast<void*>(src)), bytes, offset);
+  const int e = block ? transfer_parallel(pwrite_adapter, fd_, static_cast<char*>(const_cast<void*>(src)), bytes, offset,
+                                          block, 2 * block)
+                      : transfer_parallel(pwrite_adapter, fd_, static_cast<char*>(const_cast<void*>(src)), bytes, offset);
   if (e == -1) throw InputError(path_ + ": write failed: no progress");
   if (e != 0) throw InputError(path_ + ": write failed: " + reason(e));
+}
+
+void FileHandle::resize(std::uint64_t bytes) const {
+  if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0) throw InputError(path_ + ": cannot set its length: " + reason(errno));
 }
 
 void FileHandle::close() {

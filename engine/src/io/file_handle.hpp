@@ -9,6 +9,10 @@
 
 namespace mgjoin::detail {
 
+/// A hidden name beside `final_path`, unique per host, process and call, so that concurrent writers never
+/// share a temporary file (the rename into place is atomic in one directory).
+std::filesystem::path temp_path_for(const std::filesystem::path& final_path);
+
 class FileHandle {
  public:
   /// Opens an existing regular file for reading. @throw InputError "F: cannot open: <reason>".
@@ -27,8 +31,12 @@ class FileHandle {
 
   /// Reads exactly `bytes` at `offset`, in parallel when large. @throw InputError on short read.
   void read_exact(void* dst, std::size_t bytes, std::uint64_t offset) const;
-  /// Writes exactly `bytes` at `offset`, in parallel when large. @throw InputError on failure.
-  void write_exact(const void* src, std::size_t bytes, std::uint64_t offset) const;
+  /// Writes exactly `bytes` at `offset`, in parallel when large (16 MiB blocks from 64 MiB), or in blocks of
+  /// `block` bytes from two on: a piece of a few tens of MiB, e.g. a join's output window, spread over the
+  /// threads. @throw InputError on failure.
+  void write_exact(const void* src, std::size_t bytes, std::uint64_t offset, std::size_t block = 0) const;
+  /// Sets the file's length to `bytes`. @throw InputError naming the file.
+  void resize(std::uint64_t bytes) const;
   /// Closes and reports a deferred write error (NFS, quota). @throw InputError.
   void close();
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -333,12 +334,13 @@ NpyHeader parse_npy_dict(std::string_view dict, const std::string& file, bool st
 
 namespace {
 
-/// A v1 header (v2 if the dict could not fit) for `size` elements of numpy's type string `descr`.
-std::string format_header(const std::string& descr, std::int64_t size) {
+/// A v1 header (v2 if the dict could not fit) for `size` elements of numpy's type string `descr`, padded
+/// to `bytes` where that is longer.
+std::string format_header(const std::string& descr, std::int64_t size, std::size_t bytes = 0) {
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(size) + ",), }";
   const bool v1 = dict.size() + 1 + kNpyPrefixV1 <= 65535;
   const std::size_t prefix = v1 ? kNpyPrefixV1 : kNpyPrefixV2;
-  const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
+  const std::size_t total = std::max(bytes, (prefix + dict.size() + 1 + 63) / 64 * 64);
   dict.append(total - prefix - dict.size() - 1, ' ');
   dict += '\n';
 
@@ -352,8 +354,15 @@ std::string format_header(const std::string& descr, std::int64_t size) {
 
 }  // namespace
 
-std::string format_npy_header(DType type, std::int64_t size) {
-  return format_header((dtype_size(type) == 1 ? "|" : "<") + npy_code(type), size);
+std::string format_npy_header(DType type, std::int64_t size, std::size_t bytes) {
+  MGJOIN_EXPECTS(bytes % 64 == 0, "format_npy_header: a length of whole 64-byte lines");
+  std::string header = format_header((dtype_size(type) == 1 ? "|" : "<") + npy_code(type), size, bytes);
+  MGJOIN_EXPECTS(bytes == 0 || header.size() == bytes, "format_npy_header: the header outgrew the bytes given");
+  return header;
+}
+
+std::size_t npy_header_bytes_for_any_size(DType type) {
+  return format_npy_header(type, std::numeric_limits<std::int64_t>::max()).size();
 }
 
 std::string format_npy_header(const NpyStrings& strings, std::int64_t size) {

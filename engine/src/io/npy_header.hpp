@@ -45,8 +45,13 @@ NpyPrefix parse_npy_prefix(std::string_view start, const std::string& file);
 NpyHeader parse_npy_dict(std::string_view dict, const std::string& file, bool strings = false);
 
 /// A complete v1 header (v2 if the dict could not fit, which never happens for 1-D) for `size`
-/// elements of `type`; its length is a multiple of 64 so that the data stays aligned.
-std::string format_npy_header(DType type, std::int64_t size);
+/// elements of `type`; its length is a multiple of 64 so that the data stays aligned, and `bytes` where
+/// given (a multiple of 64, at least the header's own length: a file whose data was written before its
+/// row count was known).
+std::string format_npy_header(DType type, std::int64_t size, std::size_t bytes = 0);
+/// The length of format_npy_header(type, n) for the largest n: where a file's data may start before n
+/// is known.
+std::size_t npy_header_bytes_for_any_size(DType type);
 /// The same for `size` fixed-width strings: descr '<U<width>' or '|S<width>'.
 std::string format_npy_header(const NpyStrings& strings, std::int64_t size);
 

@@ -129,10 +129,13 @@ Plan plan_join(const TableView& left, const TableView& right, const TableJoinOpt
   return p;
 }
 
-/// join()'s options for the relations underneath.
+/// join()'s options for the relations underneath. The caller's sink (JoinSettings::sink) is for the
+/// table's output columns: only a carried join's result is them (carried_options); the joins of row ids
+/// and keys that other paths run underneath make columns of their own.
 JoinOptions underneath(const TableJoinOptions& o, OutputMode output) {
   JoinOptions j = o.join;
   j.output = output;
+  j.sink = nullptr;
   return j;
 }
 
@@ -165,6 +168,7 @@ JoinOptions carried_options(const Plan& p, const TableJoinOptions& o, OutputMode
                             const CarriedSide& r) {
   JoinOptions j = underneath(o, output);
   j.keep_inputs = !p.in_place && !(l.packed_key && r.packed_key);
+  if (output == OutputMode::Materialize) j.sink = o.join.sink;  // the output columns are join()'s
   return j;
 }
 

@@ -311,7 +311,7 @@ void run_bucketed(const RelationView& r, const RelationView& s, const BucketPlan
 
   const auto t1 = Clock::now();
   std::optional<OutputColumns> columns;
-  if (output == OutputMode::Materialize) columns.emplace(r, s, plan.r, plan.s, result, static_cast<int>(context.devices.size()));
+  if (output == OutputMode::Materialize) columns.emplace(r, s, plan.r, plan.s, result, static_cast<int>(context.devices.size()), context.sink);
   Pass2 pass2(r_buckets, s_buckets, plan, output, payloads, context, columns ? &*columns : nullptr);
   if (plan.resident) pass2.run_resident(*resident);
   resident.reset();  // the host groups take all the memory

@@ -14,7 +14,7 @@ void run_copart(const RelationView& r, const RelationView& s, const CopartPlan& 
   MGJOIN_EXPECTS(output != OutputMode::Ranges, "the co-partitioned flow has no ranges output");
   std::optional<OutputColumns> own;
   OutputColumns* out = into.columns;
-  if (output == OutputMode::Materialize && !out) out = &own.emplace(r, s, plan.r, plan.s, result, static_cast<int>(context.devices.size()));
+  if (output == OutputMode::Materialize && !out) out = &own.emplace(r, s, plan.r, plan.s, result, static_cast<int>(context.devices.size()), context.sink);
   if (output != OutputMode::Materialize) out = nullptr;
   if (plan.streamed) {
     StreamedJoin join(r, s, plan, context);

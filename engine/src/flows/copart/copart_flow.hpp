@@ -50,6 +50,9 @@ struct CopartContext {
   /// Per GPU, where copies in from pageable input columns go through (input_staging.hpp); empty: straight
   /// (the inputs are pinned, or registered by the caller).
   std::span<exec::InputStaging* const> staging = {};
+  /// Where a materialized output's rows go instead of result columns (JoinSettings::sink); nullptr: the
+  /// result's columns.
+  ResultSink* sink = nullptr;
 };
 
 /// The in-core flow in three steps, so that a caller can run two joins on the same GPUs at once, each

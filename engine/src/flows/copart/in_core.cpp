@@ -135,13 +135,13 @@ std::uint64_t InCoreJoin::State::materialize(OutputColumns& out, const OutputInt
     total += counts.per_gpu[d];
   }
   const std::uint64_t row_bytes = output_row_bytes(plan.r, plan.s);
-  detail::expect_output_memory(total, row_bytes);
+  if (!out.sink()) detail::expect_output_memory(total, row_bytes);  // a sink takes the rows out of host memory
   const std::uint64_t base = out.reserve(total, into.after);
   exec::on_every_gpu(g, [&](int d) {
     const OutputWindowArgs common = pairs.window_args(pairs.whole(d, x), pairs.whole(d, y), arrays[d]);
     const std::array<const gpu::Event*, 2> ready{plan.late ? &late.arrived(d, Side::R) : nullptr,
                                                  plan.late ? &late.arrived(d, Side::S) : nullptr};
-    pairs.write_output(d, windows[d], common, base + bases[d], counts.per_gpu[d], out.result(), ready);
+    pairs.write_output(d, windows[d], common, base + bases[d], counts.per_gpu[d], out, ready);
   });
   exec::wait_for_windows(lanes);
   for (auto& w : windows) w.release();

@@ -369,12 +369,15 @@ OutputWindowArgs PartitionPairs::window_args(const SortedRows& x, const SortedRo
 
 // The key column holds the probe side's keys; the late payloads' columns wait for their arrival.
 void PartitionPairs::write_output(int d, exec::OutputWindows& windows, const OutputWindowArgs& common,
-                                  std::uint64_t base, std::uint64_t total, JoinResult& result,
+                                  std::uint64_t base, std::uint64_t total, exec::OutputColumns& out,
                                   std::array<const gpu::Event*, 2> ready) {
   using Part = exec::WindowColumn::Part;
-  std::vector<exec::WindowColumn> columns{{&result.key, plan_.r.key_bytes, Part::Key, nullptr}};
-  if (plan_.r.payload_bytes) columns.push_back({&result.r_payload, plan_.r.payload_bytes, Part::RPayload, ready[0]});
-  if (plan_.s.payload_bytes) columns.push_back({&result.s_payload, plan_.s.payload_bytes, Part::SPayload, ready[1]});
+  JoinResult& result = out.result();
+  std::vector<exec::WindowColumn> columns{{&result.key, plan_.r.key_bytes, Part::Key, nullptr, out.sink()}};
+  if (plan_.r.payload_bytes)
+    columns.push_back({&result.r_payload, plan_.r.payload_bytes, Part::RPayload, ready[0], out.sink()});
+  if (plan_.s.payload_bytes)
+    columns.push_back({&result.s_payload, plan_.s.payload_bytes, Part::SPayload, ready[1], out.sink()});
   const PairGpu& gpu = gpus_[d];
   const exec::Lane& lane = lanes_[d];
   const exec::WindowGpu target{gpu.device, gpu.memory, gpu.pinned, lane.work, lane.out, lane.d2h};

@@ -14,6 +14,7 @@
 #include "engine/src/copart/copart_plan.hpp"
 #include "engine/src/exec/chunk_router.hpp"
 #include "engine/src/exec/lanes.hpp"
+#include "engine/src/exec/output_columns.hpp"
 #include "engine/src/exec/output_writer.hpp"
 #include "engine/src/exec/peer_exchange.hpp"
 #include "engine/src/flows/copart/copart_flow.hpp"
@@ -160,10 +161,10 @@ class PartitionPairs {
   /// The window kernel's arguments for the output of x joined with y, by `arrays` (their match arrays
   /// and scan).
   OutputWindowArgs window_args(const SortedRows& x, const SortedRows& y, const exec::OutputArrays& arrays) const;
-  /// GPU d's output rows [base, base + total) into `result`'s columns through `windows` (key, R's payload,
-  /// S's payload; a payload column waits for `ready[side]` where set: late payloads).
+  /// GPU d's output rows [base, base + total) into `out`'s columns (or its sink) through `windows` (key,
+  /// R's payload, S's payload; a payload column waits for `ready[side]` where set: late payloads).
   void write_output(int d, exec::OutputWindows& windows, const OutputWindowArgs& common, std::uint64_t base,
-                    std::uint64_t total, JoinResult& result, std::array<const gpu::Event*, 2> ready = {});
+                    std::uint64_t total, exec::OutputColumns& out, std::array<const gpu::Event*, 2> ready = {});
   const Widths& widths(Side side) const { return side == Side::R ? plan_.r : plan_.s; }
   /// What the key pass moves: late payloads stay behind.
   Widths key_pass_widths(Side side) const { return {widths(side).key_bytes, plan_.late ? 0 : widths(side).payload_bytes}; }

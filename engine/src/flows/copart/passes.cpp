@@ -41,7 +41,8 @@ void run_passes(const RelationView& r, const RelationView& s, const PassPlan& pl
   const int k = plan.count();
   std::optional<OutputColumns> columns;
   if (output == OutputMode::Materialize)
-    columns.emplace(r, s, plan.passes[0].r, plan.passes[0].s, result, static_cast<int>(context.devices.size()));
+    columns.emplace(r, s, plan.passes[0].r, plan.passes[0].s, result, static_cast<int>(context.devices.size()),
+                    context.sink);
   std::optional<Buckets> spill = make_spill(r, s, plan);
   CheckedSum count;
   for (int p = 0; p < k; ++p) {

@@ -251,7 +251,7 @@ void StreamedJoin::output_job(int lb, int i, OutputColumns& out, double arrived)
   exec::on_every_gpu(g_, [&](int d) {
     if (counts[d])
       pairs_.write_output(d, windows_[d], pairs_.window_args(xs[d], ys[d], landings_[d].arrays[set]), bases[d], counts[d],
-                          out.result());
+                          out);
   });
   for (int d = 0; d < g_; ++d) {
     const exec::Lane& lane = lanes_[d];
