@@ -674,7 +674,7 @@ void run_join(const JoinArgs& args) {
   if (form == TableOutput::Columns && output_format(args, r_src, s_src) == TableFormat::Npy)
     expect_npy_outputs(r_src, s_src, options);
   const fs::path out_dir = args.out_dir;
-  if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write
+  if (writes) check_out_dir(args, r_src, s_src);  // created only once there is an output to write (its first rows)
   const bool may_stream = writes && output_streaming_allowed();
 
   // A small join with the GPUs left to choose never starts them (choose_executor): no CUDA call at all.

@@ -113,6 +113,45 @@ TEST_F(TempDirTest, AFailedJoinLeavesNoFileAtAll) {
   EXPECT_TRUE(entries().empty());
 }
 
+TEST_F(TempDirTest, TheFoldersMadeForAFailedJoinGoWithItsFiles) {
+  const std::vector<std::int32_t> rows{1, 2, 3};
+  {
+    NpyResultFiles files(dir() / "new" / "out/", "--out-dir");
+    EXPECT_FALSE(std::filesystem::exists(dir() / "new")) << "made before any row came";
+    files.write(ResultPart::Key, DType::Int32, 0, rows.size(), rows.data());
+    EXPECT_TRUE(std::filesystem::is_directory(dir() / "new" / "out"));
+  }  // the join failed
+  EXPECT_TRUE(entries().empty());
+  {
+    std::filesystem::create_directory(dir() / "kept");
+    write_file_bytes(dir() / "kept" / "mine.txt", "the user's");
+    NpyResultFiles files(dir() / "kept" / "out", "--out-dir");
+    files.write(ResultPart::Key, DType::Int32, 0, rows.size(), rows.data());
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir() / "kept" / "out"));
+  EXPECT_EQ(read_file_bytes(dir() / "kept" / "mine.txt"), "the user's");  // a folder it did not make stays
+  {
+    NpyResultFiles files(dir() / "done", "--out-dir");
+    files.write(ResultPart::Key, DType::Int32, 0, rows.size(), rows.data());
+    std::vector<StagedColumnFile> staged = files.finish(sunk_result(3, DType::Int32, std::nullopt), Paths{dir() / "done" / "key.npy", {}, {}});
+    commit_all(staged);
+  }
+  EXPECT_EQ(read_column(dir() / "done" / "key.npy").size(), 3);
+}
+
+TEST_F(TempDirTest, AWriteErrorNamesAPayloadByItsPart) {
+  // A row past what a file offset (signed 64 bits) holds: pwrite refuses it, as it would a full disk.
+  const std::vector<std::int32_t> rows{1};
+  NpyResultFiles files(dir(), "--out-dir");
+  try {
+    files.write(ResultPart::RPayload, DType::Int32, std::uint64_t{1} << 61, 1, rows.data());  // at byte 2^63 + 128
+    FAIL() << "a row past 2^63 bytes was written";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with((dir() / "r.<payload>.npy (R's payload column): write failed").string()))
+        << e.what();
+  }
+}
+
 TEST_F(TempDirTest, ADirectoryThatCannotBeMadeIsNamedAndTheMisuseIsRefused) {
   const std::vector<std::int32_t> rows{1, 2, 3};
   // The directory is made with the first file: here it cannot be (a file stands where a folder should).

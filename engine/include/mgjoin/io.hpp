@@ -136,7 +136,9 @@ void write_column(const std::filesystem::path& path, ColumnView column);
 /// file, a hidden temporary one in `dir` whose header's room is kept (the header, with the row count, is
 /// written last, by finish(), which also names the files). Files are made on a part's first rows, `dir`
 /// with the first of them (prepare_output_directory; `option` names it in errors); the destructor removes
-/// the files finish() did not hand over, so a failed join leaves nothing that looks complete.
+/// the files finish() did not hand over, and the folders made for them where it handed over none, so a
+/// failed join leaves nothing behind. Before finish(), errors name a payload's file by its part ("R's
+/// payload column"): its column's name comes with finish().
 class NpyResultFiles final : public ResultSink {
  public:
   NpyResultFiles(std::filesystem::path dir, const char* option);
@@ -163,6 +165,7 @@ class NpyResultFiles final : public ResultSink {
   /// dir_ made, and checked, once.
   void prepare_directory();
   std::filesystem::path dir_;
+  std::filesystem::path made_;  ///< the highest folder prepare_directory made (removed with the files)
   const char* option_;
   std::once_flag prepared_;
   std::vector<std::unique_ptr<Part>> parts_;

@@ -1,6 +1,6 @@
 // One join on an Engine's resources: the options unpacked, the flow chosen (plan/flow_choice.hpp), the
 // flow run; the paper flow takes over from the untouched inputs where a co-partitioned run fails before
-// any output.
+// any output (into result columns: a sink may have had some rows, which the paper flow writes again).
 #include "engine/src/api/engine_resources.hpp"
 
 #include "alloc/host_memory.hpp"

@@ -24,16 +24,44 @@ namespace {
 // set the output's pace (2 H200s, s29: B 2.5·10^8 streamed at 2.5 GB/s, the floor 3.2 GB/s).
 constexpr std::size_t kWindowBlock = std::size_t{4} << 20;
 
+/// The temporary file's stem of each part (its final name comes with finish()).
 const char* part_stem(std::size_t part) {
   static constexpr const char* stems[] = {"key.npy", "r.payload.npy", "s.payload.npy"};
   return stems[part];
 }
 
-/// `e` naming `path`, the file the user asked for, where the hidden temporary name starts it.
-InputError naming(const fs::path& path, const fs::path& temp, const InputError& e) {
+/// What an error before finish() names: the key's file is always key.npy; a payload's name is its column's,
+/// which only finish() is told.
+std::string part_label(const fs::path& dir, std::size_t part) {
+  static constexpr const char* labels[] = {"key.npy", "r.<payload>.npy (R's payload column)",
+                                           "s.<payload>.npy (S's payload column)"};
+  return (dir / labels[part]).string();
+}
+
+/// `e` naming `name`, the file the user asked for, where the hidden temporary name starts it.
+InputError naming(const std::string& name, const fs::path& temp, const InputError& e) {
   const std::string what = e.what();
   if (!what.starts_with(temp.string())) return e;
-  return InputError(path.string() + what.substr(temp.string().size()));
+  return InputError(name + what.substr(temp.string().size()));
+}
+
+/// `dir` absolute, without a trailing separator: its parents are then parent_path() after parent_path().
+fs::path absolute_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec).lexically_normal();
+  return p.has_filename() || p == p.root_path() ? p : p.parent_path();
+}
+
+/// The highest of `dir` and its parents that does not exist yet (empty: `dir` exists), which
+/// prepare_output_directory would make.
+fs::path first_missing(const fs::path& dir) {
+  fs::path missing;
+  std::error_code ec;
+  for (fs::path p = absolute_dir(dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing = p;
+    if (p == p.parent_path()) break;
+  }
+  return missing;
 }
 
 }  // namespace
@@ -72,11 +100,18 @@ NpyResultFiles::NpyResultFiles(fs::path dir, const char* option) : dir_(std::mov
 }
 
 NpyResultFiles::~NpyResultFiles() {
+  bool handed_over = false;
+  std::error_code ignored;
   for (const auto& p : parts_) {
+    handed_over = handed_over || p->handed_over;
     if (!p->file || p->handed_over) continue;
     p->file.reset();  // closes it
-    std::error_code ignored;
     fs::remove(p->temp, ignored);
+  }
+  // The folders made for the files go with them (fs::remove takes only empty ones: nothing of the user's).
+  if (handed_over || made_.empty()) return;
+  for (fs::path p = absolute_dir(dir_); !p.empty(); p = p.parent_path()) {
+    if (!fs::remove(p, ignored) || p == made_) break;
   }
 }
 
@@ -87,7 +122,7 @@ void NpyResultFiles::write(ResultPart part, DType type, std::uint64_t first_row,
     const detail::FileHandle& file = p.open(type, [this] { prepare_directory(); });
     file.write_exact(data, rows * width, p.data_offset() + first_row * width, kWindowBlock);
   } catch (const InputError& e) {
-    throw naming(dir_ / part_stem(static_cast<std::size_t>(part)), p.temp, e);
+    throw naming(part_label(dir_, static_cast<std::size_t>(part)), p.temp, e);
   }
   p.bytes += rows * width;
 }
@@ -102,6 +137,8 @@ std::vector<StagedColumnFile> NpyResultFiles::finish(const JoinResult& result, c
       continue;
     }
     const DType type = columns[k]->type();
+    // Rows written twice count twice: this catches rows missing, as the cut below would fill them with zeros.
+    MGJOIN_EXPECTS(!p.file || p.bytes >= result.count * dtype_size(type), "NpyResultFiles::finish: rows missing");
     try {
       const detail::FileHandle& file = p.open(type, [this] { prepare_directory(); });
       const std::uint64_t offset = p.data_offset();
@@ -111,7 +148,7 @@ std::vector<StagedColumnFile> NpyResultFiles::finish(const JoinResult& result, c
       file.resize(offset + result.count * dtype_size(type));
       p.file->close();
     } catch (const InputError& e) {
-      throw naming(paths[k], p.temp, e);
+      throw naming(paths[k].string(), p.temp, e);
     }
     staged.emplace_back(paths[k], p.temp);  // from here on the staged file removes it unless committed
     p.handed_over = true;
@@ -120,7 +157,11 @@ std::vector<StagedColumnFile> NpyResultFiles::finish(const JoinResult& result, c
 }
 
 void NpyResultFiles::prepare_directory() {
-  std::call_once(prepared_, [this] { prepare_output_directory(dir_, option_); });
+  std::call_once(prepared_, [this] {
+    const fs::path missing = first_missing(dir_);
+    prepare_output_directory(dir_, option_);
+    made_ = missing;
+  });
 }
 
 std::uint64_t NpyResultFiles::bytes_written() const {

@@ -152,7 +152,9 @@ std::optional<std::string> paper_after(const std::exception_ptr& failure, const 
   try {
     std::rethrow_exception(failure);
   } catch (const copart::PlanMissed& missed) {
-    // Nothing was output: the paper flow starts from the untouched inputs.
+    // Nothing was output into result columns (a sink may have had a bucket group's or a pass's rows:
+    // the paper flow writes every row again, and a sink's last write holds): the paper flow starts from
+    // the untouched inputs.
     return std::string("paper flow: ") + missed.what() + " (the key sample misled the plan)";
   } catch (const OutOfMemory& short_of) {
     // Auto, bucketed: the output outgrew the host memory the buckets left (only they were checked up
