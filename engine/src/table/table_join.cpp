@@ -139,6 +139,9 @@ JoinOptions underneath(const TableJoinOptions& o, OutputMode output) {
   return j;
 }
 
+/// A caller's column as join() takes it: join() writes it only where the options let it (keep_inputs).
+MutableColumnView mutable_view(const ColumnView& c) { return {const_cast<void*>(c.data), c.size, c.type}; }
+
 /// One side of a carried join: its key and payload. A key used as it is (one 4- or 8-byte integer column,
 /// the same type on both sides) and the payload are the caller's own columns, which join() keeps
 /// (JoinOptions::keep_inputs: only a flow that sorts in place copies them) unless the caller lets it
@@ -159,7 +162,6 @@ struct CarriedSide {
     if (payload) view.payload = mutable_view(*payload);
   }
 
-  static MutableColumnView mutable_view(const ColumnView& c) { return {const_cast<void*>(c.data), c.size, c.type}; }
 };
 
 /// join()'s options for a carried join of `l` and `r`: the caller's columns kept unless it lets join()
@@ -304,18 +306,18 @@ std::uint64_t pcie_bytes(const table::GatherPlan& plan) {
 }
 
 /// The relation of sort keys `key` with their row ids `ids` (none when `ids` is empty).
-RelationView keys_with_ids(HostColumn& key, HostColumn& ids) {
-  return RelationView{key.view(), ids.data() ? std::optional(ids.view()) : std::nullopt};
+RelationView keys_with_ids(MutableColumnView key, HostColumn& ids) {
+  return RelationView{key, ids.data() ? std::optional(ids.view()) : std::nullopt};
 }
 
 /// A semi or anti join needs only which left rows match: where the right side would make more than
 /// kSemiPairsPerRow pairs a row, it is cut to its distinct keys first. Returns the right relation to join.
-RelationView right_for_semi_or_anti(const Plan& p, const Joiner& joiner, const TableJoinOptions& o, const RelationView& l,
+RelationView right_for_semi_or_anti(const Plan& p, const Joiner& joiner, const JoinOptions& count, const RelationView& l,
                                     HostColumn& rk, HostColumn& rid, std::int64_t rows) {
-  RelationView r = keys_with_ids(rk, rid);
+  RelationView r = keys_with_ids(rk.view(), rid);
   std::uint64_t pairs = ~std::uint64_t{0};
   try {
-    pairs = joiner(l, r, underneath(o, OutputMode::Count)).count;
+    pairs = joiner(l, r, count).count;
   } catch (const InputError&) {
     // 2^64 pairs or more: the distinct keys below need none of them. (Any other input error comes
     // back from the join after them.)
@@ -323,7 +325,7 @@ RelationView right_for_semi_or_anti(const Plan& p, const Joiner& joiner, const T
   if (pairs <= kSemiPairsPerRow * static_cast<std::uint64_t>(rows)) return r;
   if (p.left_key.hashed()) {  // one row per distinct tuple, not per hash: colliding tuples stay apart
     table::keep_distinct_rows(table::KeyRows(p.left_key, p.right_key), table::Side::Right, rk, rid);
-    return keys_with_ids(rk, rid);
+    return keys_with_ids(rk.view(), rid);
   }
   rk = distinct_keys(std::move(rk));
   return RelationView{rk.view(), std::nullopt};
@@ -337,18 +339,31 @@ TableJoinResult join_late(const Plan& p, const TableView& left, const TableView&
   // A hashed key's pairs are candidates, verified by their rows' keys: the right side's row ids travel too.
   const bool hashed = p.left_key.hashed();
   auto t = Clock::now();
-  HostColumn lk = table::sort_key(p.left_key, nl), rk = table::sort_key(p.right_key, nr);
+  // On GPUs a key used as it is joins as the caller's own column, kept (JoinOptions::keep_inputs: only a
+  // flow that sorts in place copies it, the co-partitioned flow never does): a copy of it on the host was
+  // most of this phase. The CPU path sorts in place, so there, as for any other key, the key is encoded
+  // into a column of ours; a semi or anti join's right keys are always ours (right_for_semi_or_anti may cut
+  // them to the distinct ones).
+  const bool on_gpus = backend.engine != nullptr;
+  const bool left_as_is = on_gpus && p.left_key.as_is(), right_as_is = on_gpus && p.right_key.as_is() && !semi_or_anti;
+  const auto options = [&](OutputMode output) {
+    JoinOptions j = underneath(o, output);
+    j.keep_inputs = j.keep_inputs || left_as_is || right_as_is;  // the caller's key beside our row ids
+    return j;
+  };
+  HostColumn lk = left_as_is ? HostColumn() : table::sort_key(p.left_key, nl);
+  HostColumn rk = right_as_is ? HostColumn() : table::sort_key(p.right_key, nr);
   // Semi and anti joins need only which left rows match: the right side travels without row ids.
   HostColumn lid = table::row_ids(nl), rid = semi_or_anti && !hashed ? HostColumn() : table::row_ids(nr);
   const double prepare_seconds = seconds_since(t);
-  // join() may sort keys and row ids in place, together: they stay a consistent relation.
-  const RelationView l = keys_with_ids(lk, lid);
-  const RelationView r =
-      semi_or_anti ? right_for_semi_or_anti(p, joiner, o, l, rk, rid, nl + nr) : keys_with_ids(rk, rid);
+  // join() may sort keys and row ids in place, together (ours): they stay a consistent relation.
+  const RelationView l = keys_with_ids(left_as_is ? mutable_view(p.left_key.columns[0]) : lk.view(), lid);
+  const RelationView r = semi_or_anti ? right_for_semi_or_anti(p, joiner, options(OutputMode::Count), l, rk, rid, nl + nr)
+                                      : keys_with_ids(right_as_is ? mutable_view(p.right_key.columns[0]) : rk.view(), rid);
   TableJoinResult res;
   res.materialization = "late";
   detail::throw_if_cancelled();
-  res.join = joiner(l, r, underneath(o, OutputMode::Materialize));
+  res.join = joiner(l, r, options(OutputMode::Materialize));
   res.join.phases.insert(res.join.phases.begin(), PhaseStat{"table.prepare", prepare_seconds, 0, 0});
   if (hashed) {
     t = Clock::now();
