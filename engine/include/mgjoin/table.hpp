@@ -154,10 +154,9 @@ struct TableJoinResult {
   /// e.g. "gathers: 8 payload column(s) on GPUs, 0 on the CPU (predicted GPUs 0.150 s, CPU 0.310 s)".
   std::string gathers;
   /// The join underneath: phases, executor, strategy and why (its own count and columns are moved here).
-  /// Late materialization adds the phases "table.prepare" (row ids, and sort keys
-  /// where the key is not used as it is), "table.verify" (keys
-  /// over 8 bytes: the candidate pairs checked), "table.rows" (the kind's gather maps) and "table.gather"
-  /// (the output columns).
+  /// Late materialization adds the phases "table.prepare" (row ids, and sort keys where the key is not used
+  /// as it is), "table.verify" (keys over 8 bytes: the candidate pairs checked), "table.rows" (the kind's
+  /// gather maps) and "table.gather" (the output columns).
   JoinResult join;
   double seconds = 0;  ///< the whole call: key preparation, join, gathers
 };
