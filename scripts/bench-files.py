@@ -114,6 +114,11 @@ def pcie_floor(a):
         "bench_join_seconds": info["median_seconds"]}
 
 
+def progress(what):
+    """One line on stderr as each figure is measured: a run cut short by a time limit still says how far it got."""
+    print(f"bench-files: {what}", file=sys.stderr, flush=True)
+
+
 def measure(a, data):
     files = {n: f"{data}/{n}.npy" for n in ("r_key", "r_payload", "s_key", "s_payload")}
     subprocess.run([a.mgjoin, "generate", "--workload", "B", "--scale", str(a.scale), "--out-dir", data, "--overwrite",
@@ -133,21 +138,27 @@ def measure(a, data):
     res["read_direct_inputs_seconds"] = seconds_or_none(io_inputs["read_direct"])
     res["read_direct_inputs"] = io_inputs["read_direct"].get("reason", "measured")
     res |= pcie_floor(a)
+    progress(f"read floors: keys {res['read_floor_keys_seconds']} s, inputs {res['read_floor_inputs_seconds']} s")
     res["startup_seconds"] = startup_seconds(a, data)
+    progress(f"start-up (1000-row join) {res['startup_seconds']:.4f} s")
 
     join = [a.mgjoin, "join", "--r-key", files["r_key"], "--s-key", files["s_key"], "--json", *gpu_flag(a.gpus)]
     res["count_wall_seconds"], res["count_wall_runs"], res["count_cli"], info = timed_joins(a, join + ["--count"])
     res["count"], res["r_rows"], res["s_rows"] = info["count"], info["r_rows"], info["s_rows"]
+    progress(f"mgjoin join, count: {res['count_wall_seconds']:.4f} s (runs {res['count_wall_runs']})")
     out = f"{data}/out"
     materialize = join + ["--r-payload", files["r_payload"], "--s-payload", files["s_payload"], "--out-dir", out]
     res["materialized_wall_seconds"], res["materialized_wall_runs"], res["materialized_cli"], info = timed_joins(
         a, materialize, lambda: shutil.rmtree(out, ignore_errors=True))
     res["output_bytes"] = sum(os.path.getsize(p) for p in info["output_files"])
+    progress(f"mgjoin join, materialized: {res['materialized_wall_seconds']:.4f} s (runs {res['materialized_wall_runs']}, "
+             f"output streamed: {res['materialized_cli']['output_streamed']})")
     shutil.rmtree(out)  # room for the write floor's files (scale 1: 24 GB)
 
     io_write = io_floor(a, ["--write", str(max(res["output_bytes"], 1)), "--write-dir", data, "--write-files", "3"])
     res["write_floor_output_seconds"] = seconds_or_none(io_write["write"])
     res["write_fsync_floor_output_seconds"] = seconds_or_none(io_write["write_fsync"])
+    progress(f"write floor {res['write_floor_output_seconds']} s")
     res["io_floor"] = {"keys": io_keys, "inputs": io_inputs, "write": io_write}
 
     # The targets: floors that each run pays, the start-up taken as its target.

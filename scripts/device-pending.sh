@@ -37,7 +37,9 @@
 #                 JSON in $OUT/files-bench-*.json
 #   staging-bench issue 41: scripts/bench-files.py at scale 0.25 with pageable inputs staged and registered
 #                 (MGJOIN_STAGE_INPUTS=1, 0) at g = 1, 2, 4 (MGJOIN_PENDING_STAGING_GPUS; those present):
-#                 ~90 s a run, so g = 4 alone on x4 fits one call
+#                 ~90 s a run, so g = 4 alone on x4 fits one call (steps staging-bench-g<G>-<1|0>)
+#   stream-bench  issue 41: the same with the output streamed into its .npy files during the join and written
+#                 after it (MGJOIN_STREAM_OUTPUT=1, 0) at g = 4 (MGJOIN_PENDING_STREAM_GPUS; those present)
 #   sanitize-cli  issue 21: the cli suite alone (its mgjoin processes take most of the GPU) under each of
 #                 the four tools, at most 140 s each
 #   racecheck-copart, racecheck-e2e, racecheck-table
@@ -249,19 +251,24 @@ group_files_bench() {
 # Issue 41: the CLI on B 2.5·10^8 .npy (page cache warm) with pageable inputs staged (the default) and
 # registered (MGJOIN_STAGE_INPUTS=0), one after the other on the same data, at each GPU count of
 # MGJOIN_PENDING_STAGING_GPUS (default "1 2 4", those present).
-group_staging_bench() {
-  local present g stage data=/tmp/mgjoin-staging-bench
+# bench-files.py at scale 0.25 with an environment variable on (1) and off (0), at each GPU count of `gpus`
+# present: bench_files_ab NAME VARIABLE "GPU COUNTS" (~100 s a run: g = 4's two runs alone fit one call).
+bench_files_ab() {
+  local name=$1 variable=$2 gpus=$3 present g v data=/tmp/mgjoin-files-ab
   present=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   [ -z "${MGJOIN_PENDING_DRY:-}" ] || present=4  # a dry run lists every step
-  for g in ${MGJOIN_PENDING_STAGING_GPUS:-1 2 4}; do
+  for g in $gpus; do
     (( g <= present )) || continue
-    for stage in 1 0; do
-      step "staging-bench-g$g-stage$stage" env MGJOIN_STAGE_INPUTS=$stage python3 scripts/bench-files.py \
+    for v in 1 0; do
+      step "$name-g$g-$v" env "$variable=$v" python3 scripts/bench-files.py \
         --mgjoin "$B/mgjoin" --io-floor "$B/bench_io_floor" --repeat 3 --scale 0.25 --gpus "$g" --data "$data" \
-        --json-out "$OUT/staging-bench-g$g-stage$stage.json"
+        --json-out "$OUT/$name-g$g-$v.json"
     done
   done
 }
+
+group_staging_bench() { bench_files_ab staging-bench MGJOIN_STAGE_INPUTS "${MGJOIN_PENDING_STAGING_GPUS:-1 2 4}"; }
+group_stream_bench() { bench_files_ab stream-bench MGJOIN_STREAM_OUTPUT "${MGJOIN_PENDING_STREAM_GPUS:-4}"; }
 
 group_sanitize_cli() {
   local tool
@@ -374,6 +381,7 @@ for group in "$@"; do
     tpch) group_tpch ;;
     files-bench) group_files_bench ;;
     staging-bench) group_staging_bench ;;
+    stream-bench) group_stream_bench ;;
     sanitize-cli) group_sanitize_cli ;;
     racecheck-copart | racecheck-e2e | racecheck-table) group_racecheck "${group#racecheck-}" ;;
     x4-tests) group_x4_tests ;;
@@ -382,7 +390,7 @@ for group in "$@"; do
     x4-racecheck) group_x4_racecheck ;;
     x4-python) group_x4_python ;;
     x4-bench) group_x4_bench ;;
-    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch, files-bench, staging-bench," \
+    *) echo "device-pending.sh: $group: unknown group (suites, tables-bench, gather-crossover, ooc-bench, ooc-h100, ranks-bench, ranks-tests, python, tpch, files-bench, staging-bench, stream-bench," \
          "sanitize-cli, racecheck-copart, racecheck-e2e, racecheck-table, x4-tests, x4-sanitize, x4-memcheck-cli, x4-racecheck," \
          "x4-bench)" >&2
        exit 2 ;;

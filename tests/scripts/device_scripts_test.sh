@@ -17,12 +17,12 @@ ln -s "$mgjoin" "$dir/bin/mgjoin"
 ln -s "$differential" "$dir/bin/differential"
 cd "$root"
 
-groups=(suites tables-bench gather-crossover ooc-bench ooc-h100 ranks-bench ranks-tests python tpch files-bench staging-bench sanitize-cli
+groups=(suites tables-bench gather-crossover ooc-bench ooc-h100 ranks-bench ranks-tests python tpch files-bench staging-bench stream-bench sanitize-cli
         racecheck-copart racecheck-e2e racecheck-table x4-tests x4-sanitize x4-memcheck-cli x4-racecheck x4-python x4-bench)
 dry=$(MGJOIN_PENDING_DRY=1 OUT="$dir/out" bash scripts/device-pending.sh "${groups[@]}")
 for step in suites differential tables-bench gather-crossover ooc-bench ooc-bench-hybrid ooc-h100 ranks-generate ranks-bench \
             ranks-tests-dist_join_mpi-nccl ranks-tests-dist_tables_mpi-nccl-external ranks-tests-cli python-build python-tests \
-            python-compare-4-columns tpch files-bench files-bench-1gpu staging-bench-g4-stage0 sanitize-cli-memcheck racecheck-copart racecheck-table python-build \
+            python-compare-4-columns tpch files-bench files-bench-1gpu staging-bench-g4-0 stream-bench-g4-1 stream-bench-g4-0 sanitize-cli-memcheck racecheck-copart racecheck-table python-build \
             ranks-tests-dist_join_mpi-4 ranks-tests-dist_tables_mpi-4 x4-memcheck-cli x4-racecheck python-gpus-g1 python-gpus-g4 x4-bench; do
   grep -q "^\[$step\]" <<< "$dry" || fail "device-pending.sh's dry run has no step $step: $dry"
 done

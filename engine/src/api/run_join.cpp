@@ -49,19 +49,23 @@ class JoinRun {
         reason = *paper;
       }
     }
-    // The paper flow copies whole runs in on several streams of its phases: its inputs are registered.
-    pin(r, s);
+    // The paper flow copies whole runs in on several streams of its phases: its inputs are registered,
+    // unless it sorts pinned copies of them (keep_inputs: the caller's columns are then only read once, by
+    // the host, and may be a read-only mapping, which plain registration refuses).
+    if (!request_.keep_inputs) pin(r, s);
     PaperContext ctx = e_.paper_context();
     return run_paper_flow(r, s, request_, ctx, reason, report(), [this] { return seconds_since(start_); });
   }
 
  private:
-  /// Registers the inputs' pageable columns (once; pinned ones are left alone).
+  /// Registers the inputs' pageable columns (once; pinned ones are left alone). A column that cannot be
+  /// registered (a read-only mapping where the GPU takes no read-only registration) stays as it is: the
+  /// copies from it go through the driver's staging, slower but right.
   void pin(const RelationView& r, const RelationView& s) {
     if (!pins_.empty()) return;
     for (const RelationView* rel : {&r, &s}) {
-      pins_.emplace_back(rel->key.data, rel->key.bytes());
-      if (rel->payload) pins_.emplace_back(rel->payload->data, rel->payload->bytes());
+      pins_.emplace_back(rel->key.data, rel->key.bytes(), alloc::Unpinnable::CopyStaged);
+      if (rel->payload) pins_.emplace_back(rel->payload->data, rel->payload->bytes(), alloc::Unpinnable::CopyStaged);
     }
   }
 
