@@ -19,9 +19,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // A window of rows (64 MiB of 8-byte values, 32 MiB of 4-byte ones in the co-partitioned flows) goes out in
-// 4 MiB blocks on up to 8 threads, as the write floor (bench_io_floor) spreads its writes: in FileHandle's
-// 16 MiB blocks a window took four threads at most, or one (under 64 MiB), and the drain, not the GPU,
-// set the output's pace (2 H200s, s29: B 2.5·10^8 streamed at 2.5 GB/s, the floor 3.2 GB/s).
+// 4 MiB blocks on up to 8 threads: in FileHandle's 16 MiB blocks a window took four threads at most, or one
+// (under 64 MiB). Measured no faster on 2 H200s (s29: B 2.5·10^8 streamed at ~2.9 GB/s either way, the
+// page cache's floor 3.1-3.3 GB/s), where the page cache is the bound; kept so that no window waits on one
+// thread where the file system takes more.
 constexpr std::size_t kWindowBlock = std::size_t{4} << 20;
 
 /// The temporary file's stem of each part (its final name comes with finish()).
