@@ -469,9 +469,18 @@ OutputTypes output_types(const TableSource& r, const TableSource& s) {
   return types;
 }
 
+/// Renames the staged `files` into place all at once (with --overwrite, the table an earlier run left in
+/// `dir` goes in the same step); their final names.
+std::vector<std::string> commit_outputs(const fs::path& dir, std::vector<StagedColumnFile>& files, bool overwrite) {
+  throw_if_interrupted();  // the staged files are removed as they go out of scope
+  commit_all(files, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.final_path().string());
+  return names;
+}
+
 /// Stages one .npy file per output column, or the gather maps, or one Parquet or Arrow IPC file of them,
-/// then renames them all at once; with --overwrite, the table an earlier run left there goes in the same
-/// step.
+/// then commits them (commit_outputs).
 std::vector<std::string> write_outputs(const fs::path& dir, NullKeyJoin& join, const TableJoinOptions& o, bool overwrite,
                                        TableFormat format, const OutputTypes& types, const HostColumns& host) {
   if (format == TableFormat::Npy) {  // refuses nulls, which .npy files cannot hold
@@ -485,11 +494,7 @@ std::vector<std::string> write_outputs(const fs::path& dir, NullKeyJoin& join, c
   else  // one file, named for its format (part-0.parquet, part-0.arrow)
     files.push_back(stage_arrow_join_output(dir / ("part-0." + std::string(table_format_name(format))), join, o, format, types,
                                             &host));
-  throw_if_interrupted();  // the staged files are removed as they go out of scope
-  commit_all(files, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
-  std::vector<std::string> names;
-  for (const auto& f : files) names.push_back(f.final_path().string());
-  return names;
+  return commit_outputs(dir, files, overwrite);
 }
 
 /// Whether the join's output may stream into .npy files as it is made: columns to .npy, and no column that
@@ -522,11 +527,7 @@ std::vector<std::string> commit_streamed_outputs(const fs::path& dir, const Tabl
     paths[static_cast<int>(part)] = dir / (c.name + ".npy");
   }
   std::vector<StagedColumnFile> staged = files.finish(result.join, paths);
-  throw_if_interrupted();  // the staged files are removed as they go out of scope
-  commit_all(staged, overwrite ? table_files_in(dir) : std::vector<fs::path>{});
-  std::vector<std::string> names;
-  for (const auto& f : staged) names.push_back(f.final_path().string());
-  return names;
+  return commit_outputs(dir, staged, overwrite);
 }
 
 nlohmann::json summary(const TableJoinResult& result, const JoinArgs& args, const TableView& r, const TableView& s,

@@ -19,10 +19,8 @@ OutputColumns::OutputColumns(const RelationView& r, const RelationView& s, const
     : result_(result), gpus_(gpus), sink_(sink), types_{r.key.type, r.payload ? r.payload->type : DType::UInt8, s.payload ? s.payload->type : DType::UInt8},
       present_{true, rw.payload_bytes > 0, sw.payload_bytes > 0},
       row_bytes_(output_row_bytes(rw, sw)) {
-  if (sink_) finish_empty();  // the windows name their rows' type by the (empty) columns'
-}
-
-void OutputColumns::finish_empty() {
+  if (!sink_) return;
+  // The rows go to the sink: the present columns stay empty, of their types, which the windows name.
   const std::array<HostColumn*, 3> columns{&result_.key, &result_.r_payload, &result_.s_payload};
   for (int c = 0; c < 3; ++c)
     if (present_[c]) *columns[c] = HostColumn::allocate(types_[c], 0);
@@ -52,8 +50,7 @@ std::uint64_t OutputColumns::reserve(std::uint64_t rows, double arrived) {
 }
 
 void OutputColumns::finish() {
-  if (sink_) {
-    finish_empty();
+  if (sink_) {  // the columns stay as the constructor left them: empty, of their types
     result_.count = next_;
     result_.sunk = true;
     return;

@@ -45,8 +45,6 @@ class OutputColumns {
 
  private:
   void take(std::uint64_t rows);
-  /// The result's present columns, empty, of their types (a sink takes the rows).
-  void finish_empty();
 
   JoinResult& result_;
   int gpus_;

@@ -115,9 +115,8 @@ void FileHandle::read_exact(void* dst, std::size_t bytes, std::uint64_t offset) 
 
 void FileHandle::write_exact(const void* src, std::size_t bytes, std::uint64_t offset, std::size_t block) const {
   // pwrite never modifies the buffer; the adapter type is shared with pread.
-  const int e = block ? transfer_parallel(pwrite_adapter, fd_, static_cast<char*>(const_cast<void*>(src)), bytes, offset,
-                                          block, 2 * block)
-                      : transfer_parallel(pwrite_adapter, fd_, static_cast<char*>(const_cast<void*>(src)), bytes, offset);
+  const int e = transfer_parallel(pwrite_adapter, fd_, static_cast<char*>(const_cast<void*>(src)), bytes, offset,
+                                  block ? block : kBlockBytes, block ? 2 * block : kParallelThreshold);
   if (e == -1) throw InputError(path_ + ": write failed: no progress");
   if (e != 0) throw InputError(path_ + ": write failed: " + reason(e));
 }

@@ -74,23 +74,22 @@ struct NpyResultFiles::Part {
   std::mutex making;
   std::optional<detail::FileHandle> file;
   std::optional<DType> type;
+  std::uint64_t data_offset = 0;
   std::atomic<std::uint64_t> bytes{0};
   bool handed_over = false;
 
-  /// The file, made the first time after `prepare` (one thread makes it, the others wait for it).
-  template <class Prepare>
-  const detail::FileHandle& open(DType t, Prepare&& prepare) {
-    std::lock_guard lock(making);
+  /// The file, made (with `files`' directory) on the part's first rows of `t`.
+  const detail::FileHandle& open(DType t, NpyResultFiles& files) {
+    std::lock_guard lock(making);  // one thread makes the file, the others wait for it
     if (!file) {
-      prepare();
+      files.prepare_directory();
       file.emplace(detail::FileHandle::create_new(temp));
       type = t;
+      data_offset = detail::npy_header_bytes_for_any_size(t);
     }
     MGJOIN_EXPECTS(*type == t, "NpyResultFiles: a part's rows of two types");
     return *file;
   }
-
-  std::uint64_t data_offset() const { return detail::npy_header_bytes_for_any_size(*type); }
 };
 
 NpyResultFiles::NpyResultFiles(fs::path dir, const char* option) : dir_(std::move(dir)), option_(option) {
@@ -120,8 +119,8 @@ void NpyResultFiles::write(ResultPart part, DType type, std::uint64_t first_row,
   Part& p = *parts_[static_cast<std::size_t>(part)];
   const std::uint64_t width = dtype_size(type);
   try {
-    const detail::FileHandle& file = p.open(type, [this] { prepare_directory(); });
-    file.write_exact(data, rows * width, p.data_offset() + first_row * width, kWindowBlock);
+    const detail::FileHandle& file = p.open(type, *this);
+    file.write_exact(data, rows * width, p.data_offset + first_row * width, kWindowBlock);
   } catch (const InputError& e) {
     throw naming(part_label(dir_, static_cast<std::size_t>(part)), p.temp, e);
   }
@@ -141,8 +140,8 @@ std::vector<StagedColumnFile> NpyResultFiles::finish(const JoinResult& result, c
     // Rows written twice count twice: this catches rows missing, as the cut below would fill them with zeros.
     MGJOIN_EXPECTS(!p.file || p.bytes >= result.count * dtype_size(type), "NpyResultFiles::finish: rows missing");
     try {
-      const detail::FileHandle& file = p.open(type, [this] { prepare_directory(); });
-      const std::uint64_t offset = p.data_offset();
+      const detail::FileHandle& file = p.open(type, *this);
+      const std::uint64_t offset = p.data_offset;
       const std::string header = detail::format_npy_header(type, static_cast<std::int64_t>(result.count), offset);
       file.write_exact(header.data(), header.size(), 0);
       // A row written twice (the paper flow after a failed co-partitioned run) leaves none past the count.

@@ -161,7 +161,6 @@ struct CarriedSide {
     }
     if (payload) view.payload = mutable_view(*payload);
   }
-
 };
 
 /// join()'s options for a carried join of `l` and `r`: the caller's columns kept unless it lets join()
